@@ -64,44 +64,54 @@ def _clone_alone(tensor: torch.Tensor, device: torch.device | None) -> torch.Ten
 
 
 def _clone_group(tensors: list[torch.Tensor], device: torch.device | None) -> list[torch.Tensor]:
-    """Copy tensors sharing one storage so that the copies share a new one."""
-    storage = tensors[0].untyped_storage()
-    new_storage = storage.clone()
+    """Copy tensors sharing one storage so that the copies share a new one.
+
+    View-ness is kept as well as aliasing, because AOTAutograd treats a
+    mutated input that is a view differently from one that owns its memory:
+    an argument that was a view becomes a view (of the copy of the first
+    argument that was not, or of a stand-in base over the whole storage).
+    """
+    new_storage = tensors[0].untyped_storage().clone()
     if device is not None and new_storage.device != device:
         new_storage = new_storage.to(device=device)
 
-    def view_of_new_storage(tensor: torch.Tensor) -> torch.Tensor:
+    def over_new_storage(
+        tensor: torch.Tensor, size: Sequence[int], stride: Sequence[int], offset: int
+    ) -> torch.Tensor:
         fresh = torch.empty(0, dtype=tensor.dtype, device=new_storage.device)
-        return fresh.set_(new_storage, tensor.storage_offset(), tensor.size(), tensor.stride())
+        return fresh.set_(new_storage, offset, size, stride)
 
-    # A leaf that requires grad owns the group's autograd identity: every
-    # other member that requires grad becomes a view of it, as in the call.
-    root_index = next((i for i, t in enumerate(tensors) if t.is_leaf and t.requires_grad), None)
-    if root_index is None and any(t.requires_grad for t in tensors):
-        # Non-leaf views of some leaf we were not given: stand that leaf in
-        # with a flat tensor over the whole storage.
-        flat = torch.empty(0, dtype=tensors[0].dtype, device=new_storage.device).set_(
-            new_storage, 0, (new_storage.nbytes() // tensors[0].element_size(),), (1,)
+    owner_index = next((i for i, t in enumerate(tensors) if not t._is_view()), None)
+    if owner_index is not None:
+        owner = tensors[owner_index]
+        base = _restore_autograd(
+            owner,
+            over_new_storage(owner, owner.size(), owner.stride(), owner.storage_offset()),
         )
-        hidden_root = flat.requires_grad_(True)
     else:
-        hidden_root = None
-
-    root_copy = None
-    if root_index is not None:
-        root_copy = _restore_autograd(tensors[root_index], view_of_new_storage(tensors[root_index]))
+        # Only views were given: stand their base in with a flat tensor over
+        # the whole storage, differentiable if any of the views was.
+        first = tensors[0]
+        base = over_new_storage(first, (new_storage.nbytes() // first.element_size(),), (1,), 0)
+        if any(t.requires_grad for t in tensors):
+            base.requires_grad_(True)
 
     copies = []
     for index, tensor in enumerate(tensors):
-        if index == root_index:
-            copies.append(root_copy)
-        elif tensor.requires_grad:
-            base = root_copy if root_copy is not None else hidden_root
-            assert base is not None
+        if index == owner_index:
+            copies.append(base)
+        elif tensor._is_view():
             view = base.as_strided(tensor.size(), tensor.stride(), tensor.storage_offset())
+            if tensor.requires_grad and not view.requires_grad:
+                view.requires_grad_(True)
+            elif view.requires_grad and not tensor.requires_grad:
+                view = view.detach()
             copies.append(view)
         else:
-            copies.append(view_of_new_storage(tensor))
+            plain = over_new_storage(
+                tensor, tensor.size(), tensor.stride(), tensor.storage_offset()
+            )
+            copies.append(_restore_autograd(tensor, plain))
     return copies
 
 

@@ -1,0 +1,248 @@
+"""Fault-injection backends: each breaks one rule of CUDA-graph replay, from call 3 on.
+
+Each is registered with Dynamo under ``faulty_<name>`` when this module is
+imported (so ``pytest -p cgraph_doubles.faults --cgraph-backend faulty_...``
+works), and listed in ``FAULTS`` with the failure kind it must produce.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch._dynamo.backends.common import aot_autograd
+from torch._dynamo.backends.registry import register_backend
+from torch._functorch.aot_autograd import make_boxed_func
+
+from cgraph_doubles.replay import RECORD, ReplayBackend, as_tuple
+
+
+def _shares_storage(tensor: Any, others: Sequence[Any]) -> bool:
+    return isinstance(tensor, torch.Tensor) and any(
+        isinstance(o, torch.Tensor)
+        and o.untyped_storage().nbytes() > 0
+        and o.untyped_storage().data_ptr() == tensor.untyped_storage().data_ptr()
+        for o in others
+    )
+
+
+def overwrite_outputs(n: int, run: Callable[..., Any], args: Sequence[Any], state: dict) -> Any:
+    """Replays write into one static output pool and return it: earlier outputs change silently."""
+    outputs = as_tuple(run(*args))
+    if n <= RECORD:
+        return outputs
+    pool = state.setdefault("pool", [o.detach().clone() for o in outputs])
+    for buffer, out in zip(pool, outputs, strict=True):
+        buffer.copy_(out)
+    return tuple(pool)
+
+
+def stale_inputs(n: int, run: Callable[..., Any], args: Sequence[Any], state: dict) -> Any:
+    """Replays read the tensors seen at record time instead of copying new inputs in."""
+    if n == RECORD:
+        state["recorded"] = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
+    return run(*(state["recorded"] if n > RECORD else args))
+
+
+def lost_input_mutation(n: int, run: Callable[..., Any], args: Sequence[Any], state: dict) -> Any:
+    """Replays mutate private copies of the inputs; the caller's tensors are never written."""
+    if n <= RECORD:
+        return run(*args)
+    return run(*(a.clone() if isinstance(a, torch.Tensor) else a for a in args))
+
+
+def lost_view_write(n: int, run: Callable[..., Any], args: Sequence[Any], state: dict) -> Any:
+    """Replays write through private copies of inputs that are views: the base never sees it."""
+    if n <= RECORD:
+        return run(*args)
+    return run(*(a.clone() if isinstance(a, torch.Tensor) and a._is_view() else a for a in args))
+
+
+def frozen_rng(n: int, run: Callable[..., Any], args: Sequence[Any], state: dict) -> Any:
+    """Replays restart the random stream where it stood at record time."""
+    if n == RECORD:
+        state["rng"] = torch.get_rng_state()
+    if n > RECORD:
+        torch.set_rng_state(state["rng"])
+    return run(*args)
+
+
+def baked_host_scalar(n: int, run: Callable[..., Any], args: Sequence[Any], state: dict) -> Any:
+    """Replays use the value a 0-dim CPU tensor had at record time."""
+
+    def host_scalar(a: Any) -> bool:
+        return isinstance(a, torch.Tensor) and a.dim() == 0 and a.device.type == "cpu"
+
+    if n == RECORD:
+        state["baked"] = {i: a.clone() for i, a in enumerate(args) if host_scalar(a)}
+    if n > RECORD:
+        args = [state["baked"].get(i, a) for i, a in enumerate(args)]
+    return run(*args)
+
+
+def alias_as_copy(n: int, run: Callable[..., Any], args: Sequence[Any], state: dict) -> Any:
+    """Replays return copies of outputs that should alias an input."""
+    outputs = as_tuple(run(*args))
+    if n <= RECORD:
+        return outputs
+    return tuple(o.clone() if _shares_storage(o, args) else o for o in outputs)
+
+
+def lagging_outputs(n: int, run: Callable[..., Any], args: Sequence[Any], state: dict) -> Any:
+    """Replays return what the previous call computed."""
+    outputs = as_tuple(run(*args))
+    previous = state.get("previous")
+    state["previous"] = tuple(o.detach().clone() for o in outputs)
+    return outputs if n <= RECORD else previous
+
+
+def lost_autograd(n: int, run: Callable[..., Any], args: Sequence[Any], state: dict) -> Any:
+    """Replays return outputs detached from the autograd graph."""
+    outputs = as_tuple(run(*args))
+    return outputs if n <= RECORD else tuple(o.detach() for o in outputs)
+
+
+def stale_gradients_backend() -> Callable[..., Any]:
+    """AOTAutograd whose compiled backward returns record-time gradients when replaying."""
+
+    def forward_compiler(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
+        return make_boxed_func(gm.forward)
+
+    def backward_compiler(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
+        state: dict[str, Any] = {"calls": 0}
+
+        def backward(args: list[Any]) -> Any:
+            state["calls"] += 1
+            grads = gm(*args)
+            if state["calls"] == RECORD:
+                state["recorded"] = [g.clone() if isinstance(g, torch.Tensor) else g for g in grads]
+            return state["recorded"] if state["calls"] > RECORD else grads
+
+        backward._boxed_call = True  # type: ignore[attr-defined]
+        return backward
+
+    backend = aot_autograd(fw_compiler=forward_compiler, bw_compiler=backward_compiler)
+    backend.__name__ = "faulty_stale_gradients"
+    return backend
+
+
+@dataclass(frozen=True)
+class FaultCase:
+    """A fault, the kind of failure it must cause, and a program that exposes it.
+
+    ``program`` and ``arguments()`` (or ``fresh(k)``) are what the oracle is
+    run on; correct backends pass the same program.
+    """
+
+    name: str
+    kind: str
+    backend: Callable[..., Any]
+    program: Callable[..., Any]
+    arguments: Callable[[], tuple[Any, ...]] | None = None
+    fresh: Callable[[int], tuple[Any, ...]] | None = None
+
+
+def _fresh_pair(k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(100 + k)
+    return torch.randn(3, generator=g), torch.randn(3, generator=g)
+
+
+def _fresh_leaf_pair(k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    x, y = _fresh_pair(k)
+    return x.requires_grad_(), y
+
+
+def _mutate_second(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    y.add_(3)
+    return x * y
+
+
+def _write_through_view(v: torch.Tensor) -> torch.Tensor:
+    v.mul_(2)
+    return v.sum()
+
+
+def _view_of_base() -> tuple[torch.Tensor]:
+    base = torch.arange(12.0).reshape(4, 3)
+    return (base[1:],)
+
+
+FAULTS = (
+    FaultCase(
+        "overwrite_outputs",
+        "stale output",
+        ReplayBackend("faulty_overwrite_outputs", overwrite_outputs),
+        lambda x, y: x * y + 1,
+        fresh=_fresh_pair,
+    ),
+    FaultCase(
+        "stale_inputs",
+        "value",
+        ReplayBackend("faulty_stale_inputs", stale_inputs),
+        lambda x, y: x * y + 1,
+        fresh=_fresh_pair,
+    ),
+    FaultCase(
+        "lost_input_mutation",
+        "mutation",
+        ReplayBackend("faulty_lost_input_mutation", lost_input_mutation),
+        _mutate_second,
+        arguments=lambda: (torch.randn(3), torch.randn(3)),
+    ),
+    FaultCase(
+        "lost_view_write",
+        "mutation",
+        ReplayBackend("faulty_lost_view_write", lost_view_write),
+        _write_through_view,
+        arguments=_view_of_base,
+    ),
+    FaultCase(
+        "frozen_rng",
+        "value",
+        ReplayBackend("faulty_frozen_rng", frozen_rng),
+        lambda x: x + torch.rand_like(x),
+        arguments=lambda: (torch.zeros(4),),
+    ),
+    FaultCase(
+        "baked_host_scalar",
+        "value",
+        ReplayBackend("faulty_baked_host_scalar", baked_host_scalar),
+        lambda x, s: x * s,
+        fresh=lambda k: (torch.ones(3), torch.tensor(float(k))),
+    ),
+    FaultCase(
+        "stale_gradients",
+        "grad",
+        stale_gradients_backend(),
+        lambda x, y: x * y,
+        fresh=_fresh_leaf_pair,
+    ),
+    FaultCase(
+        "alias_as_copy",
+        "aliasing",
+        ReplayBackend("faulty_alias_as_copy", alias_as_copy),
+        lambda x: (x[0], x.sum()),
+        arguments=lambda: (torch.randn(3, 2),),
+    ),
+    FaultCase(
+        "lagging_outputs",
+        "value",
+        ReplayBackend("faulty_lagging_outputs", lagging_outputs),
+        lambda x, y: x - y,
+        fresh=_fresh_pair,
+    ),
+    FaultCase(
+        "lost_autograd",
+        "metadata",
+        ReplayBackend("faulty_lost_autograd", lost_autograd),
+        lambda x: x.sin(),
+        arguments=lambda: (torch.randn(3, requires_grad=True),),
+    ),
+)
+
+_registered = set(torch._dynamo.list_backends(exclude_tags=()))
+for _case in FAULTS:
+    if f"faulty_{_case.name}" not in _registered:
+        register_backend(_case.backend, name=f"faulty_{_case.name}")
