@@ -1,0 +1,78 @@
+"""The harness's CUDA-only handling, driven on CPU through the CUDA-graph trees double."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from cgraph_doubles import cuda_trees
+from cgraph_doubles.cuda_trees import CudaGraphTreesDouble, RecordingCudaOps
+
+from pytest_cgraph import EquivalenceError, check_equivalent
+from pytest_cgraph.backends import resolve_backend
+from pytest_cgraph.runner import CheckSettings, run_check
+
+
+def fresh_pair(k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(k)
+    return torch.randn(3, generator=g), torch.randn(3, generator=g)
+
+
+def affine(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return x * y + 1
+
+
+def test_replays_from_the_static_pool_and_outputs_are_invalidated() -> None:
+    trees = CudaGraphTreesDouble()
+    report = check_equivalent(affine, fresh_args=fresh_pair, backend=trees)
+    assert (trees.recordings, trees.replays) == (1, 3)
+    # Outputs of calls 2, 3 and 4 were overwritten by the next replay and say
+    # so when re-read; call 1 was a warm-up and call 5 is the latest.
+    assert report.outputs_overwritten == 3
+
+
+def test_silent_overwrite_of_retained_outputs_is_a_failure() -> None:
+    with pytest.raises(EquivalenceError) as caught:
+        check_equivalent(
+            affine, fresh_args=fresh_pair, backend=CudaGraphTreesDouble(invalidate_on_replay=False)
+        )
+    assert caught.value.difference.kind == "stale output"
+    assert caught.value.difference.iteration == 2
+    assert "re-read after iteration 5" in caught.value.difference.place
+
+
+def test_a_step_is_marked_before_every_compiled_call() -> None:
+    trees = CudaGraphTreesDouble()
+    check_equivalent(affine, fresh_args=fresh_pair, backend=trees)
+    marks = trees.step_marks_seen
+    assert len(marks) == 5
+    assert all(later < earlier for earlier, later in zip(marks, marks[1:], strict=False))
+
+
+def test_input_mutations_survive_static_input_copies() -> None:
+    def mutate(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        y.add_(3)
+        return x * y
+
+    trees = CudaGraphTreesDouble()
+    check_equivalent(mutate, torch.randn(3), torch.randn(3), backend=trees)
+    assert trees.replays == 3
+
+
+def test_cuda_ops_seed_both_sides_alike_and_synchronize_before_reading() -> None:
+    ops = RecordingCudaOps()
+    settings = CheckSettings(backend=resolve_backend(CudaGraphTreesDouble()), iters=4, ops=ops)
+    run_check(affine, (), fresh_pair, settings)
+    # eager then compiled, the same seed, a new seed each iteration
+    assert ops.seeds == [1, 1, 2, 2, 3, 3, 4, 4]
+    # after each call of each side, and once before re-reading retained outputs
+    assert ops.synchronizations == 2 * 4 + 1
+
+
+def test_other_errors_on_re_read_are_crashes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Only the documented message means "overwritten"; any other error from
+    # reading a retained output is a crash of the compiled side.
+    monkeypatch.setattr(cuda_trees, "OVERWRITTEN", "some other storage problem")
+    with pytest.raises(EquivalenceError) as caught:
+        check_equivalent(affine, fresh_args=fresh_pair, backend=CudaGraphTreesDouble())
+    assert caught.value.difference.kind == "crash"
+    assert caught.value.difference.exception_type == "RuntimeError"
