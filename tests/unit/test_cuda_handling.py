@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 from cgraph_doubles import cuda_trees
@@ -45,7 +47,7 @@ def test_a_step_is_marked_before_every_compiled_call() -> None:
     check_equivalent(affine, fresh_args=fresh_pair, backend=trees)
     marks = trees.step_marks_seen
     assert len(marks) == 5
-    assert all(later < earlier for earlier, later in zip(marks, marks[1:], strict=False))
+    assert all(later < earlier for earlier, later in itertools.pairwise(marks))
 
 
 def test_input_mutations_survive_static_input_copies() -> None:
