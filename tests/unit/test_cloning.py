@@ -1,0 +1,59 @@
+"""Per-side argument copies keep what compiled code may key on, aliasing included."""
+
+from __future__ import annotations
+
+import torch
+
+from pytest_cgraph.cloning import clone_preserving_aliases
+
+
+def same_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+def test_layout_is_kept_and_memory_is_new() -> None:
+    x = torch.randn(4, 3).t()[1:]
+    (copy,) = clone_preserving_aliases([x])
+    assert (copy.shape, copy.stride(), copy.storage_offset()) == (
+        x.shape,
+        x.stride(),
+        x.storage_offset(),
+    )
+    assert torch.equal(copy, x)
+    assert not same_memory(copy, x)
+
+
+def test_overlapping_views_share_one_new_storage_and_stay_views() -> None:
+    base = torch.arange(12.0).reshape(4, 3)
+    a, b = clone_preserving_aliases([base[:2], base[1:]])
+    assert same_memory(a, b) and not same_memory(a, base)
+    assert a._is_view() and b._is_view()
+    a.mul_(10)
+    assert b[0, 0] == 30.0  # the write shows through the other view, as in the original
+
+
+def test_base_and_its_view_keep_their_relation() -> None:
+    base = torch.zeros(3, 2)
+    copy_base, copy_view = clone_preserving_aliases([base, base[1]])
+    assert not copy_base._is_view()
+    assert copy_view._base is copy_base
+
+
+def test_autograd_standing_is_kept() -> None:
+    leaf = torch.randn(3, 2, requires_grad=True)
+    leaf.grad = torch.ones(3, 2)
+    parameter = torch.nn.Parameter(torch.randn(2))
+    leaf_copy, view_copy, nonleaf_copy, param_copy, plain_copy = clone_preserving_aliases(
+        [leaf, leaf[0], leaf.detach() * 2 + torch.zeros(1, requires_grad=True), parameter, 7]
+    )
+    assert leaf_copy.is_leaf and leaf_copy.requires_grad
+    assert torch.equal(leaf_copy.grad, leaf.grad) and leaf_copy.grad is not leaf.grad
+    assert not view_copy.is_leaf and view_copy._base is leaf_copy
+    assert not nonleaf_copy.is_leaf and nonleaf_copy.requires_grad
+    assert isinstance(param_copy, torch.nn.Parameter)
+    assert plain_copy == 7
+
+
+def test_empty_tensors_alias_nothing() -> None:
+    a, b = clone_preserving_aliases([torch.empty(0), torch.empty(0)])
+    assert a.numel() == b.numel() == 0

@@ -1,0 +1,174 @@
+"""check_equivalent: what it compares, what it reports, and what it refuses."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pytest_cgraph import (
+    ConfigurationError,
+    EquivalenceError,
+    InvalidProgram,
+    check_equivalent,
+)
+
+
+def scale_and_mutate(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    y.add_(3)
+    return (x + y) * y
+
+
+def test_cudagraphs_on_cpu_reports_the_skip_with_torchs_reason() -> None:
+    report = check_equivalent(scale_and_mutate, torch.randn(3, requires_grad=True), torch.randn(3))
+    assert report.iterations == 5
+    assert report.device == "cpu"
+    assert report.graphs_captured == 0
+    assert report.graphs_skipped >= 1
+    assert set(report.skip_reasons) == {"cpu device"}
+    assert "0 captured" in report.summary()
+
+
+def test_non_cudagraph_backend_reports_no_skips() -> None:
+    report = check_equivalent(scale_and_mutate, torch.randn(3), torch.randn(3), backend="aot_eager")
+    assert (report.compiles, report.graphs_skipped, report.skip_reasons) == (1, 0, {})
+
+
+def test_callers_tensors_are_never_touched() -> None:
+    x, y = torch.randn(3), torch.randn(3)
+    before = y.clone()
+    check_equivalent(scale_and_mutate, x, y, backend="aot_eager")
+    assert torch.equal(y, before)
+
+
+def test_eager_error_makes_the_program_invalid_not_failing() -> None:
+    with pytest.raises(
+        InvalidProgram, match="eager raised RuntimeError during call of iteration 1"
+    ):
+        check_equivalent(lambda x: x.view(5), torch.randn(3), backend="aot_eager")
+
+
+def test_error_in_eager_backward_is_invalid_too() -> None:
+    def refuse(grad: torch.Tensor) -> torch.Tensor:
+        raise ValueError("this hook refuses every gradient")
+
+    def failing_hook(x: torch.Tensor) -> torch.Tensor:
+        y = x * 2
+        y.register_hook(refuse)
+        return y
+
+    leaf = torch.randn(3, requires_grad=True)
+    with pytest.raises(InvalidProgram, match="during backward of iteration 1"):
+        check_equivalent(failing_hook, leaf, backend="aot_eager")
+
+
+def test_compiled_only_error_is_a_crash_with_traceback() -> None:
+    with pytest.raises(EquivalenceError) as caught:
+        check_equivalent(torch.relu, torch.randn(4), backend="relu_runtime_error_TESTING_ONLY")
+    difference = caught.value.difference
+    assert difference.kind == "crash"
+    assert difference.iteration == 1
+    assert difference.place == "compiled call"
+    assert "ReluRuntimeError" in str(caught.value)
+    assert "Traceback" in str(caught.value)
+
+
+def test_value_difference_message_names_everything() -> None:
+    with pytest.raises(EquivalenceError) as caught:
+        check_equivalent(
+            torch.relu, torch.tensor([-1.0, 2.0]), backend="relu_accuracy_error_TESTING_ONLY"
+        )
+    message = str(caught.value)
+    assert message.splitlines()[0] == "value difference at iteration 1, output #0"
+    assert "largest abs difference 1" in message
+    assert "first differing index (1,)" in message
+    assert "eager:    [0.0, 2.0]" in message
+    assert "compiled: [0.0, 3.0]" in message
+    assert "backend relu_accuracy_error_TESTING_ONLY, device cpu" in message
+    assert caught.value.difference.signature == "value-output_0"
+
+
+def test_aliased_arguments_keep_their_aliasing() -> None:
+    def write_one_read_other(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        a.mul_(2)
+        return b + 1  # b overlaps a: its value depends on the write
+
+    base = torch.arange(12.0).reshape(4, 3)
+    report = check_equivalent(write_one_read_other, base[:2], base[1:], backend="aot_eager")
+    assert report.iterations == 5
+
+
+def test_same_tensor_returned_twice_and_views_of_inputs() -> None:
+    def dup(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        c = a + b
+        return a - b, c, a[0], c, b
+
+    check_equivalent(dup, torch.randn(3, 2), torch.randn(3, 2))
+
+
+def test_gradients_accumulate_across_iterations_on_both_sides() -> None:
+    leaf = torch.randn(3, requires_grad=True)
+    report = check_equivalent(lambda p: (p * p).sum(), leaf, backend="aot_eager")
+    assert report.iterations == 5
+    assert leaf.grad is None  # the caller's leaf was cloned, not used
+
+
+def test_backward_false_compares_no_gradients() -> None:
+    from cgraph_doubles.faults import FAULTS
+
+    case = next(c for c in FAULTS if c.name == "stale_gradients")
+    check_equivalent(case.program, fresh_args=case.fresh, backend=case.backend, backward=False)
+
+
+def test_random_programs_see_the_same_stream_on_both_sides() -> None:
+    def noisy(x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.dropout(x, 0.5) + torch.rand_like(x)
+
+    check_equivalent(noisy, torch.ones(8), backend="aot_eager")
+
+
+def test_fresh_args_give_each_iteration_its_own_arguments() -> None:
+    seen: list[int] = []
+
+    def fresh(k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        seen.append(k)
+        return torch.full((2,), float(k)), torch.tensor(float(k))
+
+    check_equivalent(lambda x, s: x * s, fresh_args=fresh, backend="aot_eager", iters=4)
+    assert seen == [1, 2, 3, 4]
+
+
+def test_tolerances_are_used() -> None:
+    def off_by_little(x: torch.Tensor) -> torch.Tensor:
+        return x + (1e-3 if torch.compiler.is_compiling() else 0.0)
+
+    with pytest.raises(EquivalenceError):
+        check_equivalent(off_by_little, torch.ones(2), backend="aot_eager")
+    check_equivalent(off_by_little, torch.ones(2), backend="aot_eager", atol=1e-2, rtol=0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"backend": "no_such_backend"}, r"^unknown backend 'no_such_backend'; valid: .*aot_eager"),
+        ({"backend": "no_such_module:fn"}, r"^backend 'no_such_module:fn': cannot import"),
+        ({"backend": "torch:no_such_attr"}, r"has no attribute 'no_such_attr'$"),
+        ({"device": "tpu"}, r"^unknown device 'tpu'; use auto, cpu, cuda or cuda:N$"),
+        ({"iters": 0}, r"^iters must be a positive integer, got 0$"),
+        ({"backward": "yes"}, r"^backward must be 'auto', True or False"),
+    ],
+)
+def test_bad_configuration_is_one_line(kwargs: dict, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message) as caught:
+        check_equivalent(torch.sin, torch.randn(2), **kwargs)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA message")
+def test_cuda_without_cuda_is_one_line() -> None:
+    with pytest.raises(ConfigurationError, match=r"^device 'cuda' asked for, but this torch sees"):
+        check_equivalent(torch.sin, torch.randn(2), device="cuda")
+
+
+def test_arguments_and_fresh_args_together_are_refused() -> None:
+    with pytest.raises(ConfigurationError, match="not both"):
+        check_equivalent(torch.sin, torch.randn(2), fresh_args=lambda k: (torch.randn(2),))
