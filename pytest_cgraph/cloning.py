@@ -30,13 +30,19 @@ def storage_key(tensor: torch.Tensor) -> tuple[torch.device, int] | None:
     return tensor.device, storage.data_ptr()
 
 
+def is_host_scalar(tensor: torch.Tensor) -> bool:
+    """A 0-dim tensor on the CPU: a host value as far as a device program goes."""
+    return tensor.dim() == 0 and tensor.device.type == "cpu"
+
+
 def clone_preserving_aliases(
     values: Sequence[Any], device: torch.device | None = None
 ) -> list[Any]:
     """Copy every tensor in ``values`` (a flat list); other values pass through.
 
     With ``device`` set, the copies are made there (arguments of a CUDA run
-    built on the CPU).
+    built on the CPU) — except 0-dim CPU tensors, which stay on the host:
+    they are host scalars, which the CUDA-graph path must handle as such.
     """
     copies: list[Any] = list(values)
     groups: dict[tuple[torch.device, int], list[int]] = {}
@@ -44,7 +50,7 @@ def clone_preserving_aliases(
         if not isinstance(value, torch.Tensor):
             continue
         key = storage_key(value)
-        if key is None:
+        if key is None or is_host_scalar(value):
             copies[index] = _clone_alone(value, device)
         else:
             groups.setdefault(key, []).append(index)
@@ -58,7 +64,7 @@ def clone_preserving_aliases(
 
 def _clone_alone(tensor: torch.Tensor, device: torch.device | None) -> torch.Tensor:
     copy = tensor.detach().clone()
-    if device is not None:
+    if device is not None and not is_host_scalar(tensor):
         copy = copy.to(device)
     return _restore_autograd(tensor, copy)
 

@@ -26,12 +26,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_configure(config: pytest.Config) -> None:
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    # Validated here, not in pytest_configure: pytest turns a UsageError from
+    # this hook into one "ERROR: ..." line and exit code 4, but reports one
+    # from pytest_configure as an internal error with a traceback.
     options = read_options(config)
-    config.stash[OPTIONS_KEY] = options
     if options.enabled:
         _check_backend_and_device(options)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[OPTIONS_KEY] = read_options(config)
 
 
 def _check_backend_and_device(options: CgraphOptions) -> None:

@@ -1,0 +1,19 @@
+"""The examples pass against aot_eager too (the suite itself runs them with cudagraphs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = "pytester"
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_examples_pass_with_aot_eager(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess(
+        str(EXAMPLES), "--cgraph", "--cgraph-backend=aot_eager", "-p", "no:cacheprovider"
+    )
+    result.stdout.fnmatch_lines(["cgraph: backend=aot_eager *"])
+    result.assert_outcomes(passed=14)

@@ -1,0 +1,42 @@
+"""The ``cgraph`` fixture checks with the session's options, plain and under xdist."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = "pytester"
+
+USES_FIXTURE = """
+import pytest
+import torch
+from pytest_cgraph import EquivalenceError
+
+
+def test_passes(cgraph):
+    report = cgraph.check(lambda x, y: (x + y) * y, torch.randn(3), torch.randn(3))
+    assert (report.backend, report.iterations) == ("aot_eager", 3)
+
+
+def test_keywords_override_the_session(cgraph):
+    report = cgraph.check(torch.sin, torch.randn(2), iters=2)
+    assert report.iterations == 2
+
+
+def test_fails_on_a_difference(cgraph):
+    cgraph.check(torch.relu, torch.randn(4), backend="relu_accuracy_error_TESTING_ONLY")
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["plain", "xdist"])
+def test_fixture_uses_session_options(pytester: pytest.Pytester, workers: list[str]) -> None:
+    pytester.makepyfile(USES_FIXTURE)
+    result = pytester.runpytest_subprocess(
+        "--cgraph",
+        "--cgraph-backend=aot_eager",
+        "--cgraph-iters=3",
+        "-p",
+        "no:cacheprovider",
+        *workers,
+    )
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*value difference at iteration 1, output #0*"])

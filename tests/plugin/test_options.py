@@ -1,0 +1,106 @@
+"""The plugin's options, header and usage errors, seen through pytest itself."""
+
+from __future__ import annotations
+
+import pytest
+
+# torch is a C extension that cannot be imported twice in one process, and
+# in-process pytester runs drop modules first imported inside them.
+import torch
+
+pytest_plugins = "pytester"
+
+OPTIONS = ("--cgraph", "--cgraph-backend", "--cgraph-device", "--cgraph-iters")
+
+TRIVIAL = """
+def test_nothing():
+    assert True
+"""
+
+
+def test_help_lists_every_option_with_its_help(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines(
+        [
+            "CUDA-graph equivalence (pytest-cgraph):",
+            "*--cgraph *check cgraph tests against eager*",
+            "*--cgraph-backend=CGRAPH_BACKEND",
+            "*torch.compile backend name, reduce-overhead*",
+            "*--cgraph-device=CGRAPH_DEVICE",
+            "*auto, cpu, cuda or cuda:N (default: auto)",
+            "*--cgraph-iters=CGRAPH_ITERS",
+            "*iterations per program*",
+        ]
+    )
+    for option in OPTIONS:
+        assert option.lstrip("-").replace("-", "_") in result.stdout.str()  # ini keys too
+
+
+def test_header_says_what_runs(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(TRIVIAL)
+    result = pytester.runpytest("--cgraph", "--cgraph-backend", "aot_eager", "--cgraph-device=cpu")
+    result.stdout.fnmatch_lines(
+        ["cgraph: backend=aot_eager device=cpu iters=5 (no CUDA graph capture on cpu*"]
+    )
+    result.assert_outcomes(passed=1)
+
+
+def test_no_header_without_cgraph(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(TRIVIAL)
+    result = pytester.runpytest()
+    assert "cgraph:" not in result.stdout.str()
+    result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["--cgraph-backend", "nope"], "ERROR: pytest-cgraph: unknown backend 'nope'; valid: *"),
+        (
+            ["--cgraph-backend", "no_such_module:fn"],
+            "ERROR: pytest-cgraph: backend 'no_such_module:fn': cannot import 'no_such_module'*",
+        ),
+        (
+            ["--cgraph-iters", "many"],
+            "ERROR: --cgraph-iters: 'many' from command line is not a whole number*",
+        ),
+        (["--cgraph-iters", "0"], "ERROR: --cgraph-iters: 0 from command line must be 1 or more"),
+        (
+            ["--cgraph-device", "tpu"],
+            "ERROR: --cgraph-device: 'tpu' from command line is not auto, cpu, cuda or cuda:N",
+        ),
+    ],
+)
+def test_bad_values_are_one_line_usage_errors(
+    pytester: pytest.Pytester, args: list[str], line: str
+) -> None:
+    pytester.makepyfile(TRIVIAL)
+    result = pytester.runpytest("--cgraph", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([line])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_cuda_without_cuda_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("checks the message given when no CUDA device exists")
+    pytester.makepyfile(TRIVIAL)
+    result = pytester.runpytest("--cgraph", "--cgraph-device", "cuda")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: pytest-cgraph: device 'cuda' asked for, but this torch sees no CUDA device*"]
+    )
+
+
+def test_ini_keys_are_read_and_errors_say_where(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ncgraph_iters = -2\n")
+    pytester.makepyfile(TRIVIAL)
+    result = pytester.runpytest("--cgraph")
+    result.stderr.fnmatch_lines(["ERROR: --cgraph-iters: -2 from ini file must be 1 or more"])
+
+
+def test_command_line_wins_over_ini(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ncgraph_iters = 7\ncgraph_backend = aot_eager\n")
+    pytester.makepyfile(TRIVIAL)
+    result = pytester.runpytest("--cgraph", "--cgraph-iters", "4", "--cgraph-device", "cpu")
+    result.stdout.fnmatch_lines(["cgraph: backend=aot_eager device=cpu iters=4 *"])
