@@ -60,11 +60,11 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     device = resolve_device(options.device)
     assert device is not None
     capture = (
-        "CUDA graphs captured when the backend uses them"
+        "capture=real (CUDA)"
         if device.type == "cuda"
-        else "no CUDA graph capture on cpu (torch skips it; skips are counted)"
+        else "capture=skipped on cpu (torch's skip reasons are counted)"
     )
-    return f"cgraph: backend={options.backend} device={device} iters={options.iters} ({capture})"
+    return f"cgraph: backend={options.backend} device={device} iters={options.iters} {capture}"
 
 
 class CgraphChecker:

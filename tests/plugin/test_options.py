@@ -40,7 +40,7 @@ def test_header_says_what_runs(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(TRIVIAL)
     result = pytester.runpytest("--cgraph", "--cgraph-backend", "aot_eager", "--cgraph-device=cpu")
     result.stdout.fnmatch_lines(
-        ["cgraph: backend=aot_eager device=cpu iters=5 (no CUDA graph capture on cpu*"]
+        ["cgraph: backend=aot_eager device=cpu iters=5 capture=skipped on cpu (torch's skip*"]
     )
     result.assert_outcomes(passed=1)
 
