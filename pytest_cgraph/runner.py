@@ -12,7 +12,9 @@ documented "overwritten by a subsequent run" error.
 from __future__ import annotations
 
 import inspect
+import linecache
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -48,6 +50,8 @@ from pytest_cgraph.observe import Observation, TensorSnapshot, describe_aliasing
 
 BackwardPolicy = Literal["auto"] | bool
 FreshArgs = Callable[[int], Sequence[Any]]
+#: ``advance(k, args, outputs)``: the arguments of call k+1 from call k's, per side.
+Advance = Callable[[int, tuple[Any, ...], tuple[Any, ...]], Sequence[Any]]
 
 
 @dataclass(frozen=True)
@@ -160,8 +164,14 @@ def run_check(
     args: Sequence[Any],
     fresh_args: FreshArgs | None,
     settings: CheckSettings,
+    advance: Advance | None = None,
 ) -> CheckReport:
-    """The iteration loop behind :func:`check_equivalent`."""
+    """The iteration loop behind :func:`check_equivalent`.
+
+    ``advance``, when given, derives each side's next arguments from its own
+    arguments and outputs (parameter updates, outputs fed back); it runs the
+    same code on both sides, so the sides stay comparable.
+    """
     reset_compiler_state()
     compiled_fn = settings.backend.compile(fn)
     retained: list[tuple[list[Any], list[Any]]] = []
@@ -169,7 +179,15 @@ def run_check(
     ops = settings.ops
     overwritten = 0
     try:
-        with collect_compile_evidence() as evidence, _comparable_inductor():
+        with (
+            collect_compile_evidence() as evidence,
+            _comparable_inductor(),
+            warnings.catch_warnings(record=True),
+        ):
+            # Warnings are recorded and dropped: torch's compile-time notices
+            # must not reach the user's terminal, nor turn into exceptions
+            # (and so into false crashes) under ``-W error``.
+            warnings.simplefilter("always")
             sides: tuple[list[Any], list[Any]] | None = None
             for k in range(1, settings.iters + 1):
                 if fresh_args is not None or sides is None:
@@ -192,6 +210,11 @@ def run_check(
                 if difference is not None:
                     raise EquivalenceError(difference, _context(settings, device))
                 retained.append((eager_raw, compiled_raw))
+                if advance is not None and k < settings.iters:
+                    sides = (
+                        _advanced(advance, k, sides[0], spec, eager_raw),
+                        _advanced(advance, k, sides[1], spec, compiled_raw),
+                    )
             assert ops is not None
             ops.synchronize()
             difference, overwritten = _check_retained(retained, settings)
@@ -258,6 +281,61 @@ def _run_side(
         if isinstance(arg, torch.Tensor) and arg.is_leaf and arg.requires_grad
     }
     return observation, flat_out
+
+
+def _advanced(
+    advance: Advance, k: int, flat_args: list[Any], spec: pytree.TreeSpec, outputs: list[Any]
+) -> list[Any]:
+    current = tuple(pytree.tree_unflatten(flat_args, spec))
+    following = advance(k, current, tuple(outputs))
+    flat, following_spec = pytree.tree_flatten(tuple(following))
+    if following_spec != spec:
+        raise ConfigurationError("advance() must return arguments of the same structure")
+    return flat
+
+
+def check_source(
+    source: str,
+    *,
+    backend: str | Callable[..., Any] | Backend = "cudagraphs",
+    device: str | torch.device | None = None,
+    iters: int | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    seed: int = 0,
+    filename: str = "<cgraph program>",
+) -> CheckReport:
+    """Check a rendered program: the source defines ``program`` and ``inputs(k)``.
+
+    Optional names in the source: ``advance(k, args, outputs)``, ``FRESH_INPUTS``
+    (call ``inputs(k)`` every iteration instead of reusing ``inputs(1)``) and
+    ``ITERS``. The source is the only thing executed, so what is checked is
+    exactly what a repro file holds.
+    """
+    namespace = load_source(source, filename)
+    iters = iters if iters is not None else int(namespace.get("ITERS", 5))
+    resolved_device = resolve_device(device)
+    settings = CheckSettings(
+        backend=resolve_backend(backend),
+        iters=iters,
+        device=resolved_device,
+        tolerance=Tolerance(rtol, atol),
+        seed=seed,
+    )
+    inputs = namespace["inputs"]
+    fresh = bool(namespace.get("FRESH_INPUTS", False))
+    args = () if fresh else tuple(inputs(1))
+    return run_check(
+        namespace["program"], args, inputs if fresh else None, settings, namespace.get("advance")
+    )
+
+
+def load_source(source: str, filename: str) -> dict[str, Any]:
+    """Execute a program's source; register it so tracebacks show its lines."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict[str, Any] = {"__name__": "cgraph_program"}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace
 
 
 def _failed(observation: Observation, exc: Exception, phase: str) -> Observation:

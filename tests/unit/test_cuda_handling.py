@@ -6,9 +6,9 @@ import itertools
 
 import pytest
 import torch
+
 from cgraph_doubles import cuda_trees
 from cgraph_doubles.cuda_trees import CudaGraphTreesDouble, RecordingCudaOps
-
 from pytest_cgraph import EquivalenceError, check_equivalent
 from pytest_cgraph.backends import resolve_backend
 from pytest_cgraph.runner import CheckSettings, run_check

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from cgraph_doubles.faults import FAULTS, FaultCase
 
+from cgraph_doubles.faults import FAULTS, FaultCase
 from pytest_cgraph import EquivalenceError, check_equivalent
 
 

@@ -1,0 +1,300 @@
+"""Hypothesis strategies that draw :class:`~pytest_cgraph.strategies.program.Program` values.
+
+Generation stays valid by construction: the inputs are built by executing
+the rendered ``inputs(1)``, and each drawn statement is executed on those
+concrete tensors at once. If torch raises or warns, the statement is
+dropped and drawing goes on; torch itself is the shape and dtype checker.
+Shrinking replays the same draws, so a shrunk program is valid too.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import torch
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+
+from pytest_cgraph.strategies.ops import FAMILIES, Context, OpSpec, Var, ops_for
+from pytest_cgraph.strategies.program import SCHEDULES, InputSpec, Program, Statement
+
+_DTYPES = ("float32", "float64", "int64", "bool")
+_PREFIX = {"argument": "a", "parameter": "p", "buffer": "b", "scalar": "s", "number": "n"}
+_ROLES_BY_FAMILY = {
+    "scalars": ("argument", "scalar", "number", "parameter"),
+    "autograd": ("argument", "parameter", "buffer"),
+    "schedules": ("argument", "parameter", "scalar", "buffer"),
+}
+_DEFAULT_ROLES = ("argument", "parameter", "buffer", "scalar", "number")
+
+
+def programs(
+    *,
+    families: tuple[str, ...] | list[str] = ("mixed",),
+    min_statements: int = 1,
+    max_statements: int = 6,
+    max_inputs: int = 3,
+    iters: int = 5,
+) -> st.SearchStrategy[Program]:
+    """Small tensor programs from the named families.
+
+    Args:
+        families: any of ``mutation``, ``views``, ``transfer``, ``autograd``,
+            ``rng``, ``scalars``, ``schedules`` and ``mixed`` (all together).
+        min_statements, max_statements: bounds on the statements kept.
+        max_inputs: bounds the program's arguments (at least one tensor).
+        iters: iterations the program is run for (4+ replay CUDA graphs twice).
+
+    Examples from this strategy shrink by dropping statements (each is one
+    deletable draw), dropping inputs, moving towards the simplest ops of the
+    catalog, the ``persistent`` schedule, float32, contiguous layouts and
+    tensor sides of 1.
+    """
+    families = tuple(families)
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown or not families:
+        raise InvalidArgument(
+            f"unknown families {unknown or families!r}; choose from {', '.join(FAMILIES)}"
+        )
+    if not 0 <= min_statements <= max_statements:
+        raise InvalidArgument(
+            f"need 0 <= min_statements <= max_statements, got {min_statements}, {max_statements}"
+        )
+    if max_inputs < 1 or iters < 1:
+        raise InvalidArgument(f"max_inputs and iters must be >= 1, got {max_inputs}, {iters}")
+    return _programs(families, min_statements, max_statements, max_inputs, iters)
+
+
+@st.composite
+def _programs(
+    draw: Any,
+    families: tuple[str, ...],
+    min_statements: int,
+    max_statements: int,
+    max_inputs: int,
+    iters: int,
+) -> Program:
+    family = draw(st.sampled_from(families))
+    schedule = _draw_schedule(draw, family)
+    inputs = draw(_input_specs(family, max_inputs, schedule))
+    draft = Program(family, inputs, (), (inputs[0].name,), schedule, iters)
+    namespace: dict[str, Any] = {"torch": torch}
+    exec(compile(draft.render_inputs(), "<inputs>", "exec"), namespace)
+    values = namespace["inputs"](1)
+    variables = [
+        Var(spec.name, value, _origin_of(spec)) for spec, value in zip(inputs, values, strict=True)
+    ]
+    env: dict[str, Any] = {"torch": torch, **{v.name: v.value for v in variables}}
+    statements = _draw_statements(
+        draw, ops_for(family), variables, env, min_statements, max_statements
+    )
+    outputs = _draw_outputs(draw, variables)
+    features = _output_features(outputs, variables, inputs)
+    feedback = _feedback(outputs, variables, inputs) if schedule == "feedback" else None
+    if schedule == "feedback" and feedback is None:
+        schedule = "persistent"
+    return Program(
+        family=family,
+        inputs=inputs,
+        statements=tuple(statements),
+        outputs=tuple(outputs),
+        schedule=schedule,
+        iters=iters,
+        feedback=feedback,
+        features=frozenset({f"family:{family}", *features}),
+    )
+
+
+def _draw_schedule(draw: Any, family: str) -> str:
+    if family in ("schedules", "mixed"):
+        return draw(st.sampled_from(SCHEDULES))
+    if family == "scalars":
+        return "fresh"  # host scalars that change every call
+    return "persistent"
+
+
+def _origin_of(spec: InputSpec) -> str:
+    return {"parameter": "parameter", "scalar": "scalar", "number": "number"}.get(
+        spec.role, "input"
+    )
+
+
+@st.composite
+def _input_specs(draw: Any, family: str, max_inputs: int, schedule: str) -> tuple[InputSpec, ...]:
+    roles = _ROLES_BY_FAMILY.get(family, _DEFAULT_ROLES)
+    specs: list[InputSpec] = [draw(_tensor_spec(family, "argument", 0, ()))]
+    while len(specs) < max_inputs and draw(st.booleans()):
+        role = draw(st.sampled_from(roles))
+        specs.append(draw(_tensor_spec(family, role, len(specs), tuple(specs))))
+    if schedule == "param_update" and not any(s.role == "parameter" for s in specs):
+        specs.append(InputSpec(f"p{len(specs)}", "parameter", (2,), "float32", True))
+    return tuple(specs)
+
+
+@st.composite
+def _tensor_spec(
+    draw: Any, family: str, role: str, index: int, earlier: tuple[InputSpec, ...]
+) -> InputSpec:
+    name = f"{_PREFIX[role]}{index}"
+    if role in ("scalar", "number"):
+        return InputSpec(name, role, (), "float32")
+    shape = tuple(draw(st.lists(st.integers(1, 3), min_size=1, max_size=3)))
+    if role == "parameter":
+        return InputSpec(name, role, shape, "float32", requires_grad=True)
+    dtype = draw(st.sampled_from(_DTYPES)) if draw(st.integers(0, 3)) == 3 else "float32"
+    layout = draw(st.sampled_from(("contiguous", "transposed", "sliced", "expanded", "alias")))
+    alias_of = None
+    if layout == "alias":
+        owners = [
+            s
+            for s in earlier
+            if s.layout == "contiguous"
+            and s.dtype == dtype
+            and s.role != "parameter"
+            and _numel(s.shape) >= _numel(shape)
+        ]
+        if owners:
+            alias_of = draw(st.sampled_from([s.name for s in owners]))
+        else:
+            layout = "contiguous"
+    if layout == "transposed" and len(shape) < 2:
+        layout = "contiguous"
+    wants_grad = family in ("autograd", "mixed") or draw(st.integers(0, 3)) == 3
+    requires_grad = (
+        wants_grad
+        and dtype.startswith("float")
+        and layout == "contiguous"
+        and role == "argument"
+        and draw(st.booleans())
+    )
+    return InputSpec(name, role, shape, dtype, requires_grad, layout, alias_of)
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    count = 1
+    for size in shape:
+        count *= size
+    return count
+
+
+def _draw_statements(
+    draw: Any,
+    ops: tuple[OpSpec, ...],
+    variables: list[Var],
+    env: dict[str, Any],
+    min_statements: int,
+    max_statements: int,
+) -> list[Statement]:
+    statements: list[Statement] = []
+    attempts = 0
+    while len(statements) < max_statements and attempts < 4 * max_statements:
+        attempts += 1
+        # One continue/stop draw per statement, so the shrinker can delete any
+        # one; 0 (stop) is where it shrinks to, 1-4 (go on) are drawn more often.
+        if len(statements) >= min_statements and draw(st.integers(0, 4)) == 0:
+            break
+        op = draw(st.sampled_from(ops))
+        candidates = [v for v in variables if op.applies(v)]
+        if not candidates:
+            continue
+        target = draw(st.sampled_from(candidates))
+        new_name = f"v{sum(1 for v in variables if v.name.startswith('v'))}"
+        built = op.build(Context(draw, target, variables, new_name))
+        if built is None:
+            continue
+        lines, binds = built
+        if not _runs_cleanly(lines, env):
+            continue
+        features = {op.name, *_target_features(op, target)}
+        if binds:
+            variables.append(Var(new_name, env[new_name], _result_origin(op)))
+        statements.append(
+            Statement(op.name, tuple(lines), (new_name,) if binds else (), frozenset(features))
+        )
+    return statements
+
+
+def _runs_cleanly(lines: list[str], env: dict[str, Any]) -> bool:
+    """Execute the statement on the concrete values; torch decides legality.
+
+    A warning counts as a rejection too: under ``-W error`` it would make the
+    eager side raise.
+    """
+    try:
+        code = compile("\n".join(lines), "<statement>", "exec")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            exec(code, env)
+    except Exception:
+        return False
+    return not caught
+
+
+def _target_features(op: OpSpec, target: Var) -> set[str]:
+    found = set()
+    if op.kind in ("inplace", "metadata"):
+        found.add(f"{op.kind}_on_{target.origin}")
+        tensor = target.tensor
+        if tensor is not None and tensor._is_view():
+            found.add(f"{op.kind}_through_view")
+    return found
+
+
+def _result_origin(op: OpSpec) -> str:
+    return {"view": "view", "factory": "factory"}.get(op.kind, "intermediate")
+
+
+def _draw_outputs(draw: Any, variables: list[Var]) -> list[str]:
+    # Latest variables first: outputs shrink towards the last result.
+    tensors = [v.name for v in reversed(variables) if v.tensor is not None]
+    outputs = [draw(st.sampled_from(tensors))]
+    while len(outputs) < 3 and draw(st.booleans()):
+        outputs.append(draw(st.sampled_from(tensors)))
+    return outputs
+
+
+def _output_features(
+    outputs: list[str], variables: list[Var], inputs: tuple[InputSpec, ...]
+) -> set[str]:
+    found = set()
+    if len(set(outputs)) < len(outputs):
+        found.add("returns_same_tensor_twice")
+    by_name = {v.name: v for v in variables}
+    input_pointers = {
+        v.tensor.untyped_storage().data_ptr()
+        for v in variables
+        if v.origin in ("input", "parameter") and v.tensor is not None and v.tensor.numel()
+    }
+    for name in outputs:
+        tensor = by_name[name].tensor
+        if tensor is not None and tensor.numel():
+            if by_name[name].origin in ("input", "parameter"):
+                found.add("returns_input")
+            elif tensor.untyped_storage().data_ptr() in input_pointers:
+                found.add("returns_view_of_input")
+    if any(spec.layout == "alias" for spec in inputs):
+        found.add("aliased_inputs")
+    return found
+
+
+def _feedback(
+    outputs: list[str], variables: list[Var], inputs: tuple[InputSpec, ...]
+) -> tuple[int, int] | None:
+    """(output index, argument index) of an output that can stand in for an argument."""
+    by_name = {v.name: v for v in variables}
+    for arg_index, spec in enumerate(inputs):
+        if spec.role not in ("argument", "buffer") or spec.requires_grad:
+            continue
+        wanted = by_name[spec.name].tensor
+        for out_index, name in enumerate(outputs):
+            got = by_name[name].tensor
+            if (
+                wanted is not None
+                and got is not None
+                and got.shape == wanted.shape
+                and got.dtype == wanted.dtype
+                and not got.requires_grad
+            ):
+                return out_index, arg_index
+    return None

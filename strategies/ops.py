@@ -1,0 +1,464 @@
+"""The op catalog: one declarative record per op, simplest first.
+
+A record says which families use the op, which live variables it may apply
+to, and how it draws its arguments relative to those variables (a dim within
+the target's rank, an index within its size, another variable to combine
+with). It never decides legality by itself: the generator executes every
+drawn statement on concrete tensors and lets torch reject what is illegal,
+which keeps the catalog small and the drawn programs valid.
+
+The record's ``name`` is the op as written in the source (``add_``, ``t_``,
+``index_put_``): that is the key of coverage reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from hypothesis import strategies as st
+
+#: Program families, selectable by name; ``mixed`` draws from all of them.
+FAMILIES = ("mutation", "views", "transfer", "autograd", "rng", "scalars", "schedules", "mixed")
+
+Draw = Callable[[st.SearchStrategy[Any]], Any]
+
+
+@dataclass
+class Var:
+    """A live variable of the program being drawn, with its concrete value."""
+
+    name: str
+    value: Any
+    origin: str  # "input", "parameter", "scalar", "view", "factory", "intermediate"
+
+    @property
+    def tensor(self) -> torch.Tensor | None:
+        """The value if it is a tensor."""
+        return self.value if isinstance(self.value, torch.Tensor) else None
+
+
+@dataclass
+class Context:
+    """What a record's builder sees: the draw function, the target, the variables."""
+
+    draw: Draw
+    target: Var
+    variables: list[Var]
+    new_name: str
+
+    @property
+    def x(self) -> str:
+        """The target's name."""
+        return self.target.name
+
+    @property
+    def t(self) -> torch.Tensor:
+        """The target's value."""
+        value = self.target.tensor
+        assert value is not None
+        return value
+
+    def dim(self) -> int:
+        """A dimension of the target (shrinks to 0)."""
+        return self.draw(st.integers(0, max(self.t.dim() - 1, 0)))
+
+    def index(self, dim: int = 0) -> int:
+        """An index within the target's size along ``dim`` (shrinks to 0)."""
+        return self.draw(st.integers(0, max(self.t.shape[dim] - 1, 0))) if self.t.dim() else 0
+
+    def other(self, predicate: Callable[[torch.Tensor], bool] | None = None) -> str | None:
+        """Another tensor variable, e.g. the operand of a binary op."""
+        pool = [
+            v.name
+            for v in self.variables
+            if v.tensor is not None and (predicate is None or predicate(v.tensor))
+        ]
+        return self.draw(st.sampled_from(pool)) if pool else None
+
+    def operand(self) -> str:
+        """A right-hand operand: a Python number, a host scalar input, or a variable."""
+        choice = self.draw(st.integers(0, 2))
+        scalars = [v.name for v in self.variables if v.origin == "scalar"]
+        if choice == 1 and scalars:
+            return self.draw(st.sampled_from(scalars))
+        if choice == 2:
+            other = self.other(lambda t: t.dtype == self.t.dtype)
+            if other is not None:
+                return other
+        return self.draw(st.sampled_from(["2", "0.5", "-1.5", "3"]))
+
+
+Builder = Callable[[Context], "tuple[list[str], bool] | None"]
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One op: its source name, families, which variables it applies to, how it is built.
+
+    ``build(ctx)`` returns the source lines and whether they bind ``ctx.new_name``.
+    ``kind`` groups ops for readers: outplace, inplace, view, metadata,
+    transfer, autograd, rng, factory.
+    """
+
+    name: str
+    kind: str
+    families: frozenset[str]
+    applies: Callable[[Var], bool]
+    build: Builder
+
+
+def _floating(var: Var) -> bool:
+    return var.tensor is not None and var.tensor.dtype.is_floating_point
+
+
+def _tensor(var: Var) -> bool:
+    return var.tensor is not None
+
+
+def _rank_at_least(n: int) -> Callable[[Var], bool]:
+    return lambda var: var.tensor is not None and var.tensor.dim() >= n
+
+
+def _floating_rank(n: int) -> Callable[[Var], bool]:
+    return lambda var: _floating(var) and var.tensor is not None and var.tensor.dim() >= n
+
+
+def _needs_grad(var: Var) -> bool:
+    return var.tensor is not None and var.tensor.requires_grad
+
+
+def _leaf_with_grad(var: Var) -> bool:
+    return var.tensor is not None and var.tensor.is_leaf and var.tensor.requires_grad
+
+
+def _assign(expression: str) -> Builder:
+    """``v = <expression>`` with ``{x}`` the target and ``{...}`` drawn by ``fill``."""
+    return lambda ctx: ([f"{ctx.new_name} = {expression.format(x=ctx.x)}"], True)
+
+
+def _statement(line: str) -> Builder:
+    return lambda ctx: ([line.format(x=ctx.x)], False)
+
+
+def _binary(op: str) -> Builder:
+    return lambda ctx: ([f"{ctx.new_name} = {ctx.x} {op} {ctx.operand()}"], True)
+
+
+def _inplace(method: str) -> Builder:
+    return lambda ctx: ([f"{ctx.x}.{method}({ctx.operand()})"], False)
+
+
+def _sum_dim(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.new_name} = {ctx.x}.sum({ctx.dim()})"], True
+
+
+def _matmul(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.new_name} = {ctx.x} @ {ctx.x}.transpose(-1, -2)"], True
+
+
+def _factory(ctx: Context) -> tuple[list[str], bool]:
+    maker = ctx.draw(st.sampled_from(["zeros_like", "ones_like", "empty_like", "full_like"]))
+    extra = ", 1.5" if maker == "full_like" else ""
+    if maker == "empty_like":
+        return [f"{ctx.new_name} = torch.empty_like({ctx.x}).fill_(0.25)"], True
+    return [f"{ctx.new_name} = torch.{maker}({ctx.x}{extra})"], True
+
+
+def _clamp(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.x}.clamp_(min=-0.5, max=0.5)"], False
+
+
+def _copy(ctx: Context) -> tuple[list[str], bool] | None:
+    source = ctx.other(lambda t: t.shape == ctx.t.shape)
+    return ([f"{ctx.x}.copy_({source})"], False) if source is not None else None
+
+
+def _fill(ctx: Context) -> tuple[list[str], bool]:
+    scalars = [v.name for v in ctx.variables if v.origin == "scalar"]
+    value = ctx.draw(st.sampled_from([*scalars, "1.5"])) if scalars else "1.5"
+    return [f"{ctx.x}.fill_({value})"], False
+
+
+def _masked_fill(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.x}.masked_fill_({ctx.x} > 0, 0.25)"], False
+
+
+def _index_put(ctx: Context) -> tuple[list[str], bool]:
+    accumulate = ctx.draw(st.booleans())
+    i, j = ctx.index(), ctx.index()
+    return [
+        f"{ctx.x}.index_put_((torch.tensor([{i}, {j}]),), torch.tensor(1.0, dtype={ctx.x}.dtype),"
+        f" accumulate={accumulate})"
+    ], False
+
+
+def _index_add(ctx: Context) -> tuple[list[str], bool]:
+    i = ctx.index()
+    return [f"{ctx.x}.index_add_(0, torch.tensor([{i}]), torch.ones_like({ctx.x}[:1]))"], False
+
+
+def _scatter(ctx: Context) -> tuple[list[str], bool]:
+    return [
+        f"{ctx.x}.scatter_({ctx.dim()}, torch.zeros_like({ctx.x}, dtype=torch.long), 2.0)"
+    ], False
+
+
+def _out_variant(ctx: Context) -> tuple[list[str], bool]:
+    fn = ctx.draw(st.sampled_from(["sin", "neg", "abs"]))
+    target = ctx.other(lambda t: t.shape == ctx.t.shape and t.dtype == ctx.t.dtype)
+    if target is None or target == ctx.x or ctx.draw(st.booleans()):
+        return [
+            f"{ctx.new_name} = torch.empty_like({ctx.x})",
+            f"torch.{fn}({ctx.x}, out={ctx.new_name})",
+        ], True
+    return [f"torch.{fn}({ctx.x}, out={target})"], False
+
+
+def _setitem(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.x}[{ctx.index()}] = {ctx.draw(st.sampled_from(['0.5', '-2.0']))}"], False
+
+
+def _no_grad_update(ctx: Context) -> tuple[list[str], bool]:
+    return ["with torch.no_grad():", f"    {ctx.x}.mul_(0.9)"], False
+
+
+def _resize(ctx: Context) -> tuple[list[str], bool]:
+    size = ctx.draw(st.integers(1, max(ctx.t.numel(), 1) * 2))
+    if size <= ctx.t.numel():
+        return [f"{ctx.x}.resize_({size})"], False
+    # Growing leaves new elements uninitialised: fill them, or the two sides
+    # would compare garbage.
+    return [f"{ctx.x}.resize_({size}).fill_(2.0)"], False
+
+
+def _transpose_(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.x}.transpose_(0, {ctx.dim()})"], False
+
+
+def _unsqueeze_(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.x}.unsqueeze_({ctx.draw(st.integers(0, ctx.t.dim()))})"], False
+
+
+def _squeeze_(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.x}.squeeze_({ctx.dim()})"], False
+
+
+def _as_strided_(ctx: Context) -> tuple[list[str], bool]:
+    size = ctx.draw(st.integers(1, max(ctx.t.numel(), 1)))
+    return [f"{ctx.x}.as_strided_(({size},), (1,))"], False
+
+
+def _set_(ctx: Context) -> tuple[list[str], bool] | None:
+    source = ctx.other(lambda t: t.dtype == ctx.t.dtype)
+    return ([f"{ctx.x}.set_({source})"], False) if source is not None else None
+
+
+def _view_flat(ctx: Context) -> tuple[list[str], bool]:
+    how = ctx.draw(st.sampled_from(["view(-1)", "reshape(-1)", "flatten()"]))
+    return [f"{ctx.new_name} = {ctx.x}.{how}"], True
+
+
+def _slice_step(ctx: Context) -> tuple[list[str], bool]:
+    dim, start = ctx.dim(), ctx.draw(st.integers(0, 1))
+    step = ctx.draw(st.integers(1, 2))
+    index = ", ".join([":"] * dim + [f"{start}::{step}"])
+    return [f"{ctx.new_name} = {ctx.x}[{index}]"], True
+
+
+def _select(ctx: Context) -> tuple[list[str], bool]:
+    dim = ctx.dim()
+    return [f"{ctx.new_name} = {ctx.x}.select({dim}, {ctx.index(dim)})"], True
+
+
+def _narrow(ctx: Context) -> tuple[list[str], bool]:
+    dim = ctx.dim()
+    start = ctx.index(dim)
+    length = ctx.draw(st.integers(1, max(ctx.t.shape[dim] - start, 1)))
+    return [f"{ctx.new_name} = {ctx.x}.narrow({dim}, {start}, {length})"], True
+
+
+def _transpose(ctx: Context) -> tuple[list[str], bool]:
+    how = ctx.draw(
+        st.sampled_from(["t()", "transpose(0, -1)", "permute(*reversed(range({x}.dim())))"])
+    )
+    return [f"{ctx.new_name} = {ctx.x}.{how.format(x=ctx.x)}"], True
+
+
+def _unsqueeze(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.new_name} = {ctx.x}.unsqueeze({ctx.draw(st.integers(0, ctx.t.dim()))})"], True
+
+
+def _squeeze(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.new_name} = {ctx.x}.squeeze({ctx.dim()})"], True
+
+
+def _expand(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.new_name} = {ctx.x}.unsqueeze(0).expand(2, *{ctx.x}.shape)"], True
+
+
+def _split(ctx: Context) -> tuple[list[str], bool]:
+    how = ctx.draw(st.sampled_from(["unbind(0)", "split(1)", "chunk(2)"]))
+    return [f"{ctx.new_name} = {ctx.x}.{how}[{ctx.index()}]"], True
+
+
+def _as_strided(ctx: Context) -> tuple[list[str], bool]:
+    size = ctx.draw(st.integers(1, max(ctx.t.numel(), 1)))
+    return [f"{ctx.new_name} = {ctx.x}.as_strided(({size},), (1,), {ctx.x}.storage_offset())"], True
+
+
+def _to_device(ctx: Context) -> tuple[list[str], bool]:
+    form = ctx.draw(
+        st.sampled_from(
+            [
+                "{x}.cpu()",
+                "{x}.to('cpu')",
+                "{x}.cpu().to({d}.device)",
+                "{x}.to({d}.device, copy=True)",
+                "{x}.to('cpu', non_blocking=True)",
+            ]
+        )
+    )
+    device_source = next((v.name for v in ctx.variables if v.origin == "input"), ctx.x)
+    return [f"{ctx.new_name} = {form.format(x=ctx.x, d=device_source)}"], True
+
+
+def _to_dtype(ctx: Context) -> tuple[list[str], bool]:
+    dtype = ctx.draw(st.sampled_from(["torch.float64", "torch.float32"]))
+    return [f"{ctx.new_name} = {ctx.x}.to({dtype})"], True
+
+
+def _backward(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.x}.sum().backward(retain_graph=True)"], False
+
+
+def _autograd_grad(ctx: Context) -> tuple[list[str], bool] | None:
+    leaves = [v.name for v in ctx.variables if v.tensor is not None and _leaf_with_grad(v)]
+    if not leaves:
+        return None
+    leaf = ctx.draw(st.sampled_from(leaves))
+    return [
+        f"{ctx.new_name} = torch.autograd.grad({ctx.x}.sum(), {leaf}, retain_graph=True,"
+        " allow_unused=True, materialize_grads=True)[0]"
+    ], True
+
+
+def _detach(ctx: Context) -> tuple[list[str], bool]:
+    how = ctx.draw(st.sampled_from(["detach()", "detach().requires_grad_()"]))
+    return [f"{ctx.new_name} = {ctx.x}.{how}"], True
+
+
+def _no_grad_block(ctx: Context) -> tuple[list[str], bool]:
+    return ["with torch.no_grad():", f"    {ctx.new_name} = {ctx.x} * 2"], True
+
+
+def _hook(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.x}.register_hook(lambda grad: grad * 2)"], False
+
+
+def _read_grad(ctx: Context) -> tuple[list[str], bool]:
+    return [
+        f"{ctx.new_name} = torch.zeros_like({ctx.x}) if {ctx.x}.grad is None else {ctx.x}.grad * 1"
+    ], True
+
+
+def _zero_grad(ctx: Context) -> tuple[list[str], bool]:
+    if ctx.draw(st.booleans()):
+        return [f"{ctx.x}.grad = None"], False
+    return [f"if {ctx.x}.grad is not None:", f"    {ctx.x}.grad.zero_()"], False
+
+
+def _dropout(ctx: Context) -> tuple[list[str], bool]:
+    p = ctx.draw(st.sampled_from(["0.5", "0.2"]))
+    return [f"{ctx.new_name} = torch.nn.functional.dropout({ctx.x}, {p})"], True
+
+
+def _bernoulli(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.new_name} = torch.bernoulli(torch.full_like({ctx.x}, 0.5))"], True
+
+
+def _where_scalar(ctx: Context) -> tuple[list[str], bool] | None:
+    scalars = [v.name for v in ctx.variables if v.origin == "scalar"]
+    if not scalars:
+        return None
+    s = ctx.draw(st.sampled_from(scalars))
+    return [f"{ctx.new_name} = torch.where({ctx.x} > 0, {ctx.x}, {ctx.x} * {s})"], True
+
+
+def _families(*names: str) -> frozenset[str]:
+    return frozenset({*names, "mixed"})
+
+
+ALL = _families("mutation", "views", "transfer", "autograd", "rng", "scalars", "schedules")
+MUTATION = _families("mutation")
+VIEWS = _families("views", "mutation")
+TRANSFER = _families("transfer")
+AUTOGRAD = _families("autograd")
+RNG = _families("rng")
+SCALARS = _families("scalars", "mutation")
+
+# Simplest first: sampled_from shrinks towards the front of the list.
+OPS: tuple[OpSpec, ...] = (
+    OpSpec("add", "outplace", ALL, _tensor, _binary("+")),
+    OpSpec("mul", "outplace", ALL, _tensor, _binary("*")),
+    OpSpec("clone", "outplace", ALL, _tensor, _assign("{x}.clone()")),
+    OpSpec("sin", "outplace", ALL, _floating, _assign("torch.sin({x})")),
+    OpSpec("relu", "outplace", ALL, _floating, _assign("torch.relu({x})")),
+    OpSpec("sum", "outplace", ALL, _rank_at_least(1), _sum_dim),
+    OpSpec("matmul", "outplace", ALL, _floating_rank(2), _matmul),
+    OpSpec("zeros_like", "factory", ALL, _tensor, _factory),
+    OpSpec("add_", "inplace", MUTATION | SCALARS, _tensor, _inplace("add_")),
+    OpSpec("mul_", "inplace", MUTATION | SCALARS, _tensor, _inplace("mul_")),
+    OpSpec("div_", "inplace", MUTATION, _floating, _inplace("div_")),
+    OpSpec("clamp_", "inplace", MUTATION, _floating, _clamp),
+    OpSpec("copy_", "inplace", MUTATION, _tensor, _copy),
+    OpSpec("fill_", "inplace", MUTATION | SCALARS, _tensor, _fill),
+    OpSpec("zero_", "inplace", MUTATION, _tensor, _statement("{x}.zero_()")),
+    OpSpec("masked_fill_", "inplace", MUTATION, _floating, _masked_fill),
+    OpSpec("index_put_", "inplace", MUTATION, _floating_rank(1), _index_put),
+    OpSpec("index_add_", "inplace", MUTATION, _floating_rank(1), _index_add),
+    OpSpec("scatter_", "inplace", MUTATION, _floating_rank(1), _scatter),
+    OpSpec("out=", "inplace", MUTATION, _floating, _out_variant),
+    OpSpec("setitem", "inplace", MUTATION, _floating_rank(1), _setitem),
+    OpSpec("no_grad_update", "inplace", MUTATION | AUTOGRAD, _leaf_with_grad, _no_grad_update),
+    OpSpec("resize_", "metadata", MUTATION, _tensor, _resize),
+    OpSpec("t_", "metadata", MUTATION, _rank_at_least(1), _statement("{x}.t_()")),
+    OpSpec("transpose_", "metadata", MUTATION, _rank_at_least(1), _transpose_),
+    OpSpec("unsqueeze_", "metadata", MUTATION, _tensor, _unsqueeze_),
+    OpSpec("squeeze_", "metadata", MUTATION, _rank_at_least(1), _squeeze_),
+    OpSpec("as_strided_", "metadata", MUTATION, _tensor, _as_strided_),
+    OpSpec("set_", "metadata", MUTATION, _tensor, _set_),
+    OpSpec("detach_", "metadata", MUTATION | AUTOGRAD, _tensor, _statement("{x}.detach_()")),
+    OpSpec("view", "view", VIEWS, _tensor, _view_flat),
+    OpSpec("slice", "view", VIEWS, _rank_at_least(1), _slice_step),
+    OpSpec("select", "view", VIEWS, _rank_at_least(1), _select),
+    OpSpec("narrow", "view", VIEWS, _rank_at_least(1), _narrow),
+    OpSpec("transpose", "view", VIEWS, _rank_at_least(1), _transpose),
+    OpSpec("unsqueeze", "view", VIEWS, _tensor, _unsqueeze),
+    OpSpec("squeeze", "view", VIEWS, _rank_at_least(1), _squeeze),
+    OpSpec("expand", "view", VIEWS, _tensor, _expand),
+    OpSpec("diagonal", "view", VIEWS, _rank_at_least(2), _assign("{x}.diagonal()")),
+    OpSpec("unbind", "view", VIEWS, _rank_at_least(1), _split),
+    OpSpec("as_strided", "view", VIEWS, _tensor, _as_strided),
+    OpSpec("to", "transfer", TRANSFER, _tensor, _to_device),
+    OpSpec("to_dtype", "transfer", TRANSFER, _floating, _to_dtype),
+    OpSpec("backward", "autograd", AUTOGRAD, _needs_grad, _backward),
+    OpSpec("autograd.grad", "autograd", AUTOGRAD, _needs_grad, _autograd_grad),
+    OpSpec("detach", "autograd", AUTOGRAD, _tensor, _detach),
+    OpSpec("no_grad", "autograd", AUTOGRAD, _floating, _no_grad_block),
+    OpSpec("register_hook", "autograd", AUTOGRAD, _needs_grad, _hook),
+    OpSpec("read_grad", "autograd", AUTOGRAD, _leaf_with_grad, _read_grad),
+    OpSpec("zero_grad", "autograd", AUTOGRAD, _leaf_with_grad, _zero_grad),
+    OpSpec("rand_like", "rng", RNG, _floating, _assign("{x} + torch.rand_like({x})")),
+    OpSpec("randn_like", "rng", RNG, _floating, _assign("{x} * torch.randn_like({x})")),
+    OpSpec("dropout", "rng", RNG, _floating, _dropout),
+    OpSpec("bernoulli", "rng", RNG, _floating, _bernoulli),
+    OpSpec("where_scalar", "outplace", SCALARS, _floating, _where_scalar),
+)
+
+
+def ops_for(family: str) -> tuple[OpSpec, ...]:
+    """The records a family draws from, in catalog order."""
+    return tuple(op for op in OPS if family in op.families)

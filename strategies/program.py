@@ -1,0 +1,232 @@
+"""The Program value: inputs, statements, outputs and an iteration schedule.
+
+A Program renders itself to Python source, and that source is the only form
+ever executed: by the generator while drawing (to let torch say which
+statements are legal), by the runner on both sides, and by a repro file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: How arguments evolve across iterations.
+#: ``persistent``: the same tensors every call, mutations accumulate;
+#: ``fresh``: new tensors (new addresses, new values, new host scalars) each call;
+#: ``param_update``: persistent, with an SGD step on parameters under no_grad between calls;
+#: ``feedback``: an output becomes the next call's first argument;
+#: ``dynamic``: fresh tensors whose first dimension grows with the iteration.
+SCHEDULES = ("persistent", "fresh", "param_update", "feedback", "dynamic")
+
+#: Roles of an input: what it stands for in a model's step function.
+ROLES = ("argument", "parameter", "buffer", "scalar", "number")
+
+#: Memory layouts an input can arrive in.
+LAYOUTS = ("contiguous", "transposed", "sliced", "expanded", "alias")
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One argument of the program and how ``inputs(k)`` builds it.
+
+    ``shape`` is the shape the program sees. ``alias_of`` names the input
+    whose base this one shares (layout ``alias``).
+    """
+
+    name: str
+    role: str = "argument"
+    shape: tuple[int, ...] = (2,)
+    dtype: str = "float32"
+    requires_grad: bool = False
+    layout: str = "contiguous"
+    alias_of: str | None = None
+
+    @property
+    def is_host_scalar(self) -> bool:
+        """0-dim CPU tensors and Python numbers: host values, not device tensors."""
+        return self.role in ("scalar", "number")
+
+    def features(self) -> set[str]:
+        """Coverage keys this input contributes."""
+        found = {f"role:{self.role}", f"dtype:{self.dtype}"}
+        if not self.is_host_scalar:
+            found.add(f"layout:{self.layout}")
+        if self.requires_grad:
+            found.add("requires_grad")
+        return found
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One or more source lines of the program body, and the op that drew them.
+
+    ``features`` are the coverage keys it exercises: the op's name as written
+    in the source (``add_``, ``t_``, ``backward``), plus facts such as
+    ``on_input`` or ``through_view``.
+    """
+
+    op: str
+    lines: tuple[str, ...]
+    defines: tuple[str, ...] = ()
+    features: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Program:
+    """A small tensor program with its inputs and iteration schedule."""
+
+    family: str
+    inputs: tuple[InputSpec, ...]
+    statements: tuple[Statement, ...]
+    outputs: tuple[str, ...]
+    schedule: str = "persistent"
+    iters: int = 5
+    feedback: tuple[int, int] | None = None  # (output index, argument index)
+    features: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def argument_names(self) -> tuple[str, ...]:
+        """The program's parameters, in order."""
+        return tuple(spec.name for spec in self.inputs)
+
+    def all_features(self) -> set[str]:
+        """Every coverage key: ops, input facts, schedule, output facts."""
+        found = set(self.features)
+        found.add(f"schedule:{self.schedule}")
+        for spec in self.inputs:
+            found |= spec.features()
+        for statement in self.statements:
+            found |= statement.features
+        return found
+
+    def render_body(self) -> str:
+        """``def program(...)``: the function under test."""
+        lines = [f"def program({', '.join(self.argument_names)}):"]
+        for statement in self.statements:
+            lines.extend(f"    {line}" for line in statement.lines)
+        lines.append(f"    return ({', '.join(self.outputs)},)")
+        return "\n".join(lines)
+
+    def render_inputs(self) -> str:
+        """``def inputs(k)``: iteration k's arguments, built the same way for both sides."""
+        fresh = self.schedule in ("fresh", "dynamic")
+        lines = [
+            "def inputs(k):",
+            f"    g = torch.Generator().manual_seed({'1000 + k' if fresh else '1000'})",
+        ]
+        for spec in self.inputs:
+            lines.extend(f"    {line}" for line in _build_input(spec, self.schedule))
+        lines.append(f"    return ({', '.join(self.argument_names)},)")
+        return "\n".join(lines)
+
+    def render_advance(self) -> str | None:
+        """``def advance(k, args, outputs)``: the next call's arguments, for some schedules."""
+        if self.schedule == "param_update":
+            params = [i for i, s in enumerate(self.inputs) if s.role == "parameter"]
+            lines = ["def advance(k, args, outputs):", "    with torch.no_grad():"]
+            for index in params:
+                lines.append(f"        if args[{index}].grad is not None:")
+                lines.append(f"            args[{index}].sub_(0.1 * args[{index}].grad)")
+                lines.append(f"            args[{index}].grad = None")
+            if not params:
+                lines.append("        pass")
+            lines.append("    return args")
+            return "\n".join(lines)
+        if self.schedule == "feedback" and self.feedback is not None:
+            out, arg = self.feedback
+            return "\n".join(
+                [
+                    "def advance(k, args, outputs):",
+                    f"    return (*args[:{arg}], outputs[{out}], *args[{arg + 1}:])",
+                ]
+            )
+        return None
+
+    def render(self) -> str:
+        """The whole module: program, inputs, advance, and how the runner drives them."""
+        parts = [
+            f"# family: {self.family} · schedule: {self.schedule} · iterations: {self.iters}",
+            "import torch",
+            "",
+            "",
+            self.render_body(),
+            "",
+            "",
+            self.render_inputs(),
+        ]
+        advance = self.render_advance()
+        if advance is not None:
+            parts += ["", "", advance]
+        parts += [
+            "",
+            "",
+            f"FRESH_INPUTS = {self.schedule in ('fresh', 'dynamic')}",
+            f"ITERS = {self.iters}",
+            "",
+        ]
+        return "\n".join(parts)
+
+    def size(self) -> int:
+        """What "smaller" means for repro files: statements, then inputs."""
+        return len(self.statements) * 100 + len(self.inputs)
+
+
+_DTYPE_FACTORY = {
+    "float32": "torch.randn({shape}, generator=g)",
+    "float64": "torch.randn({shape}, generator=g, dtype=torch.float64)",
+    "int64": "torch.randint(-3, 4, {shape}, generator=g)",
+    "bool": "torch.randint(0, 2, {shape}, generator=g).bool()",
+}
+
+
+def _shape_text(shape: tuple[int, ...], grow: bool) -> str:
+    if not shape:
+        return "()"
+    dims = [f"{shape[0]} + k - 1" if grow else str(shape[0]), *map(str, shape[1:])]
+    return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _build_input(spec: InputSpec, schedule: str) -> list[str]:
+    """Source lines that bind ``spec.name`` inside ``inputs(k)``."""
+    name = spec.name
+    if spec.role == "number":
+        return [f"{name} = 0.5 + k" if schedule in ("fresh", "dynamic") else f"{name} = 0.5"]
+    if spec.role == "scalar":
+        value = "0.5 + k" if schedule in ("fresh", "dynamic") else "0.5"
+        return [f"{name} = torch.tensor({value})"]
+    grow = schedule == "dynamic" and spec.layout in ("contiguous", "sliced")
+    shape = spec.shape
+    lines: list[str]
+    if spec.layout == "transposed" and len(shape) >= 2:
+        stored = (shape[1], shape[0], *shape[2:])
+        make = _DTYPE_FACTORY[spec.dtype].format(shape=_shape_text(stored, False))
+        lines = [f"{name} = {make}.transpose(0, 1)"]
+    elif spec.layout == "sliced" and shape:
+        stored = (shape[0] * 2, *shape[1:])
+        make = _DTYPE_FACTORY[spec.dtype].format(shape=_shape_text(stored, grow))
+        lines = [f"{name} = {make}[::2]"]
+    elif spec.layout == "expanded" and len(shape) >= 1:
+        stored = (1, *shape[1:])
+        make = _DTYPE_FACTORY[spec.dtype].format(shape=_shape_text(stored, False))
+        lines = [f"{name} = {make}.expand({', '.join(map(str, shape))})"]
+    elif spec.layout == "alias" and spec.alias_of is not None and shape:
+        # A second view of the named input's base: the two overlap.
+        lines = [f"{name} = {spec.alias_of}.reshape(-1)[: {_numel(shape)}].view({_dims(shape)})"]
+    else:
+        make = _DTYPE_FACTORY[spec.dtype].format(shape=_shape_text(shape, grow))
+        lines = [f"{name} = {make}"]
+    if spec.role == "parameter":
+        lines.append(f"{name} = torch.nn.Parameter({name})")
+    elif spec.requires_grad:
+        lines.append(f"{name}.requires_grad_(True)")
+    return lines
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    count = 1
+    for size in shape:
+        count *= size
+    return count
+
+
+def _dims(shape: tuple[int, ...]) -> str:
+    return ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "")
