@@ -151,7 +151,7 @@ def _tensor_spec(
             for s in earlier
             if s.layout == "contiguous"
             and s.dtype == dtype
-            and s.role != "parameter"
+            and s.role not in ("parameter", "scalar", "number")
             and _numel(s.shape) >= _numel(shape)
         ]
         if owners:
@@ -160,14 +160,12 @@ def _tensor_spec(
             layout = "contiguous"
     if layout == "transposed" and len(shape) < 2:
         layout = "contiguous"
-    wants_grad = family in ("autograd", "mixed") or draw(st.integers(0, 3)) == 3
-    requires_grad = (
-        wants_grad
-        and dtype.startswith("float")
-        and layout == "contiguous"
-        and role == "argument"
-        and draw(st.booleans())
-    )
+    differentiable = dtype.startswith("float") and layout == "contiguous" and role == "argument"
+    if family == "autograd":
+        requires_grad = differentiable and (index == 0 or draw(st.booleans()))
+    else:
+        chance = 2 if family in ("mixed", "schedules") else 4
+        requires_grad = differentiable and draw(st.integers(0, chance - 1)) == chance - 1
     return InputSpec(name, role, shape, dtype, requires_grad, layout, alias_of)
 
 
@@ -190,29 +188,48 @@ def _draw_statements(
     attempts = 0
     while len(statements) < max_statements and attempts < 4 * max_statements:
         attempts += 1
-        # One continue/stop draw per statement, so the shrinker can delete any
-        # one; 0 (stop) is where it shrinks to, 1-4 (go on) are drawn more often.
-        if len(statements) >= min_statements and draw(st.integers(0, 4)) == 0:
+        # Each attempt, its continue/stop flag included, is one nested draw:
+        # the shrinker sees it as one unit and can delete it whole.
+        statement = draw(_statements(ops, variables, env, len(statements) >= min_statements))
+        if statement is _STOP:
             break
-        op = draw(st.sampled_from(ops))
-        candidates = [v for v in variables if op.applies(v)]
-        if not candidates:
-            continue
-        target = draw(st.sampled_from(candidates))
-        new_name = f"v{sum(1 for v in variables if v.name.startswith('v'))}"
-        built = op.build(Context(draw, target, variables, new_name))
-        if built is None:
-            continue
-        lines, binds = built
-        if not _runs_cleanly(lines, env):
-            continue
-        features = {op.name, *_target_features(op, target)}
-        if binds:
-            variables.append(Var(new_name, env[new_name], _result_origin(op)))
-        statements.append(
-            Statement(op.name, tuple(lines), (new_name,) if binds else (), frozenset(features))
-        )
+        if statement is not None:
+            statements.append(statement)
     return statements
+
+
+_STOP = Statement("stop", ())
+
+
+@st.composite
+def _statements(
+    draw: Any, ops: tuple[OpSpec, ...], variables: list[Var], env: dict[str, Any], may_stop: bool
+) -> Statement | None:
+    """One statement drawn against the live variables, executed at once, or ``None``.
+
+    Returns ``_STOP`` when the program should end here (0 is where that
+    draw shrinks to). Appends the variable it binds to ``variables``.
+    """
+    if may_stop and draw(st.integers(0, 4)) == 0:
+        return _STOP
+    op = draw(st.sampled_from(ops))
+    # Newest first: a chain of statements on the latest value keeps its
+    # choices when unrelated earlier statements are deleted by the shrinker.
+    candidates = [v for v in reversed(variables) if op.applies(v)]
+    if not candidates:
+        return None
+    target = draw(st.sampled_from(candidates))
+    new_name = f"v{sum(1 for v in variables if v.name.startswith('v'))}"
+    built = op.build(Context(draw, target, variables, new_name))
+    if built is None:
+        return None
+    lines, binds = built
+    if not _runs_cleanly(lines, env):
+        return None
+    features = {op.name, *_target_features(op, target, variables)}
+    if binds:
+        variables.append(Var(new_name, env[new_name], _result_origin(op)))
+    return Statement(op.name, tuple(lines), (new_name,) if binds else (), frozenset(features))
 
 
 def _runs_cleanly(lines: list[str], env: dict[str, Any]) -> bool:
@@ -231,14 +248,26 @@ def _runs_cleanly(lines: list[str], env: dict[str, Any]) -> bool:
     return not caught
 
 
-def _target_features(op: OpSpec, target: Var) -> set[str]:
+def _target_features(op: OpSpec, target: Var, variables: list[Var]) -> set[str]:
+    """Where a mutation lands: on an input, an intermediate, through a view (of an input)."""
     found = set()
-    if op.kind in ("inplace", "metadata"):
-        found.add(f"{op.kind}_on_{target.origin}")
-        tensor = target.tensor
-        if tensor is not None and tensor._is_view():
-            found.add(f"{op.kind}_through_view")
+    tensor = target.tensor
+    if op.kind not in ("inplace", "metadata") or tensor is None:
+        return found
+    found.add(f"{op.kind}_on_{target.origin}")
+    if tensor._is_view():
+        found.add(f"{op.kind}_through_view")
+        if tensor.numel() and tensor.untyped_storage().data_ptr() in _input_storages(variables):
+            found.add(f"{op.kind}_through_view_of_input")
     return found
+
+
+def _input_storages(variables: list[Var]) -> set[int]:
+    return {
+        v.tensor.untyped_storage().data_ptr()
+        for v in variables
+        if v.origin in ("input", "parameter") and v.tensor is not None and v.tensor.numel()
+    }
 
 
 def _result_origin(op: OpSpec) -> str:
@@ -261,11 +290,7 @@ def _output_features(
     if len(set(outputs)) < len(outputs):
         found.add("returns_same_tensor_twice")
     by_name = {v.name: v for v in variables}
-    input_pointers = {
-        v.tensor.untyped_storage().data_ptr()
-        for v in variables
-        if v.origin in ("input", "parameter") and v.tensor is not None and v.tensor.numel()
-    }
+    input_pointers = _input_storages(variables)
     for name in outputs:
         tensor = by_name[name].tensor
         if tensor is not None and tensor.numel():

@@ -1,0 +1,42 @@
+"""Shrinking reaches small programs: few statements, sides of 1 or 2."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, find, settings
+
+from pytest_cgraph.strategies import Program, programs
+
+QUIET = settings(
+    database=None, derandomize=True, max_examples=2000, suppress_health_check=list(HealthCheck)
+)
+
+
+def largest_side(program: Program) -> int:
+    return max((size for spec in program.inputs for size in spec.shape), default=1)
+
+
+def test_in_place_op_through_a_view_of_an_input_shrinks_small() -> None:
+    minimal = find(
+        programs(families=("mutation",)),
+        lambda p: "inplace_through_view_of_input" in p.all_features(),
+        settings=QUIET,
+    )
+    assert len(minimal.statements) <= 3, minimal.render()
+    assert largest_side(minimal) <= 2, minimal.render()
+
+
+def test_backward_through_a_mutated_intermediate_shrinks_small() -> None:
+    minimal = find(
+        programs(families=("autograd",)),
+        lambda p: {"backward", "inplace_on_intermediate"} <= p.all_features(),
+        settings=QUIET,
+    )
+    assert len(minimal.statements) <= 4, minimal.render()
+    assert largest_side(minimal) <= 2, minimal.render()
+
+
+def test_a_single_op_shrinks_to_one_statement_and_one_input() -> None:
+    minimal = find(programs(), lambda p: "dropout" in p.all_features(), settings=QUIET)
+    assert [s.op for s in minimal.statements] == ["dropout"]
+    assert len(minimal.inputs) == 1
+    assert minimal.inputs[0].shape == (1,)

@@ -1,0 +1,110 @@
+"""programs(): arguments, coverage of every op and family, and runnable rendered source."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis.errors import InvalidArgument
+
+from pytest_cgraph.runner import load_source
+from pytest_cgraph.strategies import FAMILIES, OPS, Program, programs
+
+ALL_FAMILIES = tuple(FAMILIES)
+
+
+def draw_many(count: int, **kwargs: object) -> list[Program]:
+    drawn: list[Program] = []
+
+    @settings(
+        max_examples=count,
+        phases=[Phase.generate],
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @seed(20261122)
+    @given(programs(**kwargs))
+    def collect(program: Program) -> None:
+        drawn.append(program)
+
+    collect()
+    return drawn
+
+
+@pytest.fixture(scope="module")
+def sample() -> list[Program]:
+    """200 programs of each family, as a campaign item per family would draw."""
+    return [p for family in FAMILIES for p in draw_many(200, families=(family,))]
+
+
+def test_every_op_and_family_is_drawn(sample: list[Program]) -> None:
+    features = set().union(*(p.all_features() for p in sample))
+    assert {op.name for op in OPS} - features == set()
+    assert {f"family:{family}" for family in FAMILIES} <= features
+
+
+@pytest.mark.parametrize(
+    "feature",
+    [
+        "inplace_on_input",
+        "inplace_on_intermediate",
+        "inplace_on_parameter",
+        "inplace_on_factory",
+        "inplace_through_view",
+        "metadata_on_input",
+        "metadata_on_intermediate",
+        "returns_same_tensor_twice",
+        "returns_input",
+        "returns_view_of_input",
+        "aliased_inputs",
+        "requires_grad",
+        "role:parameter",
+        "role:buffer",
+        "role:scalar",
+        "role:number",
+        "layout:transposed",
+        "layout:sliced",
+        "layout:expanded",
+        "dtype:float64",
+        "dtype:int64",
+        "dtype:bool",
+        *(f"schedule:{name}" for name in ("persistent", "fresh", "param_update", "feedback")),
+        "schedule:dynamic",
+    ],
+)
+def test_hazard_features_are_drawn(sample: list[Program], feature: str) -> None:
+    assert any(feature in p.all_features() for p in sample)
+
+
+def test_families_restrict_the_ops() -> None:
+    drawn = draw_many(60, families=("views",))
+    used = set().union(*(p.all_features() for p in drawn))
+    assert "backward" not in used and "dropout" not in used
+    assert all(p.family == "views" for p in drawn)
+
+
+def test_rendered_source_runs_and_is_what_is_executed(sample: list[Program]) -> None:
+    ran = 0
+    for program in sample[:100]:
+        namespace = load_source(program.render(), "<test>")
+        args = namespace["inputs"](1)
+        try:
+            namespace["program"](*args)
+        except Exception:  # the oracle counts these as invalid; the rate is below
+            continue
+        ran += 1
+    assert ran >= 95
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"families": ("nope",)}, "unknown families"),
+        ({"families": ()}, "unknown families"),
+        ({"min_statements": 3, "max_statements": 1}, "min_statements"),
+        ({"max_inputs": 0}, "max_inputs"),
+    ],
+)
+def test_bad_arguments_are_rejected(kwargs: dict, message: str) -> None:
+    with pytest.raises(InvalidArgument, match=message):
+        programs(**kwargs)  # type: ignore[arg-type]
