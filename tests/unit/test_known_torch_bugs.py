@@ -1,0 +1,111 @@
+"""Differences the generator found in torch 2.13's compile path, kept as expected failures.
+
+Each is the minimal program (as rendered source, the form the harness runs)
+and the failure the oracle reports for it. They are strict expected failures
+on torch 2.13: when a torch release fixes one, its test starts passing there
+and fails the suite, so the fix is noticed and the entry retired. On other
+torch versions they simply run.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pytest_cgraph import EquivalenceError
+from pytest_cgraph.runner import check_source
+
+ON_TORCH_2_13 = torch.__version__.startswith("2.13.")
+
+HEADER = "import torch\n\n\n"
+
+# An input with internal overlap (an expanded tensor) filled in place. Eager
+# allows fill_ on it; functionalization bans mutating tensors with internal
+# overlap, so the compiled call raises. Same class as pytorch/pytorch#165409.
+FILL_EXPANDED_INPUT = (
+    HEADER
+    + """\
+def program(a0):
+    a0.fill_(1.5)
+    return (a0 + 0,)
+
+
+def inputs(k):
+    return (torch.zeros(1, 2).expand(2, 2),)
+"""
+)
+
+# detach_() on an intermediate whose view is returned, beside a view of the
+# input: under compile the intermediate is rebuilt as a view and detach_
+# raises "Can't detach views in-place". Not found among torch's issues.
+DETACH_BASE_OF_RETURNED_VIEW = (
+    HEADER
+    + """\
+def program(a0):
+    v0 = a0 @ a0.transpose(-1, -2)
+    v1 = v0.select(1, 0)
+    v2 = a0.as_strided((9,), (1,), a0.storage_offset())
+    v0.detach_()
+    return (v2, v1)
+
+
+def inputs(k):
+    return (torch.arange(9.0).reshape(1, 3, 3),)
+"""
+)
+
+# A leaf that requires grad, mutated under no_grad and returned twice, with a
+# second argument that is a view of it: AOTAutograd asserts
+# "any_leaf=True != all_leaf=False". Not found among torch's issues.
+NO_GRAD_MUTATION_OF_ALIASED_LEAF = (
+    HEADER
+    + """\
+def program(a0, b1):
+    with torch.no_grad():
+        a0.mul_(0.9)
+    return (a0, b1 * 1, a0)
+
+
+def inputs(k):
+    a0 = torch.ones(3, requires_grad=True)
+    return (a0, a0.view(3))
+"""
+)
+
+# ``.to`` that changes nothing returns its input itself in eager (documented);
+# under compile the result is a new view of the same memory, so "the same
+# tensor twice" becomes "two aliasing tensors". Related: pytorch/pytorch#191844.
+TO_NOOP_IDENTITY = (
+    HEADER
+    + """\
+def program(a0):
+    v0 = a0.t()
+    return (v0, v0.to("cpu", non_blocking=True))
+
+
+def inputs(k):
+    return (torch.ones(2, 2),)
+"""
+)
+
+CASES = [
+    pytest.param(FILL_EXPANDED_INPUT, "crash", id="fill_expanded_input"),
+    pytest.param(DETACH_BASE_OF_RETURNED_VIEW, "crash", id="detach_base_of_returned_view"),
+    pytest.param(NO_GRAD_MUTATION_OF_ALIASED_LEAF, "crash", id="no_grad_mutation_of_aliased_leaf"),
+    pytest.param(TO_NOOP_IDENTITY, "aliasing", id="to_noop_identity"),
+]
+
+
+@pytest.mark.skipif(not ON_TORCH_2_13, reason="recorded on torch 2.13")
+@pytest.mark.parametrize(("source", "kind"), CASES)
+@pytest.mark.parametrize("backend", ["aot_eager", "cudagraphs"])
+def test_known_difference_is_reported_with_its_kind(source: str, kind: str, backend: str) -> None:
+    with pytest.raises(EquivalenceError) as caught:
+        check_source(source, backend=backend, iters=2)
+    assert caught.value.difference.kind == kind
+
+
+@pytest.mark.xfail(ON_TORCH_2_13, reason="torch 2.13 compile differs from eager", strict=True)
+@pytest.mark.parametrize(("source", "kind"), CASES)
+def test_known_difference_is_fixed(source: str, kind: str) -> None:
+    check_source(source, backend="aot_eager", iters=2)
