@@ -129,6 +129,8 @@ def _input_specs(draw: Any, family: str, max_inputs: int, schedule: str) -> tupl
         specs.append(draw(_tensor_spec(family, role, len(specs), tuple(specs))))
     if schedule == "param_update" and not any(s.role == "parameter" for s in specs):
         specs.append(InputSpec(f"p{len(specs)}", "parameter", (2,), "float32", True))
+    if family == "scalars" and not any(s.is_host_scalar for s in specs):
+        specs.append(InputSpec(f"s{len(specs)}", "scalar", (), "float32"))
     return tuple(specs)
 
 
@@ -178,7 +180,7 @@ def _numel(shape: tuple[int, ...]) -> int:
 
 def _draw_statements(
     draw: Any,
-    ops: tuple[OpSpec, ...],
+    ops: tuple[tuple[OpSpec, ...], tuple[OpSpec, ...]],
     variables: list[Var],
     env: dict[str, Any],
     min_statements: int,
@@ -203,16 +205,25 @@ _STOP = Statement("stop", ())
 
 @st.composite
 def _statements(
-    draw: Any, ops: tuple[OpSpec, ...], variables: list[Var], env: dict[str, Any], may_stop: bool
+    draw: Any,
+    ops: tuple[tuple[OpSpec, ...], tuple[OpSpec, ...]],
+    variables: list[Var],
+    env: dict[str, Any],
+    may_stop: bool,
 ) -> Statement | None:
     """One statement drawn against the live variables, executed at once, or ``None``.
 
     Returns ``_STOP`` when the program should end here (0 is where that
     draw shrinks to). Appends the variable it binds to ``variables``.
     """
-    if may_stop and draw(st.integers(0, 4)) == 0:
+    if may_stop and draw(st.integers(0, 5)) == 0:
         return _STOP
-    op = draw(st.sampled_from(ops))
+    basic, own = ops
+    # The family's own ops seven times in eight; shrinks towards the basic ones.
+    pool = own if own and draw(st.integers(0, 7)) else basic
+    # Hypothesis favours small indices in sampled_from; a wide integer taken
+    # modulo the pool spreads draws evenly and still shrinks to pool[0].
+    op = pool[draw(st.integers(0, 1023)) % len(pool)]
     # Newest first: a chain of statements on the latest value keeps its
     # choices when unrelated earlier statements are deleted by the shrinker.
     candidates = [v for v in reversed(variables) if op.applies(v)]

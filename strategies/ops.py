@@ -126,6 +126,30 @@ def _floating_rank(n: int) -> Callable[[Var], bool]:
     return lambda var: _floating(var) and var.tensor is not None and var.tensor.dim() >= n
 
 
+def _writable(predicate: Callable[[Var], bool]) -> Callable[[Var], bool]:
+    """``predicate``, and the tensor may be written in place: torch rejects writes
+    to leaves that require grad and (for most ops) to memory with internal overlap."""
+
+    def applies(var: Var) -> bool:
+        tensor = var.tensor
+        return (
+            predicate(var)
+            and tensor is not None
+            and not (tensor.is_leaf and tensor.requires_grad)
+            and torch._debug_has_internal_overlap(tensor) != 1
+        )
+
+    return applies
+
+
+def _not_grad_leaf(var: Var) -> bool:
+    return var.tensor is not None and not (var.tensor.is_leaf and var.tensor.requires_grad)
+
+
+def _matrix_or_less(var: Var) -> bool:
+    return var.tensor is not None and 1 <= var.tensor.dim() <= 2
+
+
 def _needs_grad(var: Var) -> bool:
     return var.tensor is not None and var.tensor.requires_grad
 
@@ -409,27 +433,27 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("sum", "outplace", ALL, _rank_at_least(1), _sum_dim),
     OpSpec("matmul", "outplace", ALL, _floating_rank(2), _matmul),
     OpSpec("zeros_like", "factory", ALL, _tensor, _factory),
-    OpSpec("add_", "inplace", MUTATION | SCALARS | AUTOGRAD, _tensor, _inplace("add_")),
-    OpSpec("mul_", "inplace", MUTATION | SCALARS | AUTOGRAD, _tensor, _inplace("mul_")),
-    OpSpec("div_", "inplace", MUTATION, _floating, _inplace("div_")),
-    OpSpec("clamp_", "inplace", MUTATION, _floating, _clamp),
-    OpSpec("copy_", "inplace", MUTATION, _tensor, _copy),
-    OpSpec("fill_", "inplace", MUTATION | SCALARS, _tensor, _fill),
-    OpSpec("zero_", "inplace", MUTATION, _tensor, _statement("{x}.zero_()")),
-    OpSpec("masked_fill_", "inplace", MUTATION, _floating, _masked_fill),
-    OpSpec("index_put_", "inplace", MUTATION, _floating_rank(1), _index_put),
-    OpSpec("index_add_", "inplace", MUTATION, _floating_rank(1), _index_add),
-    OpSpec("scatter_", "inplace", MUTATION, _floating_rank(1), _scatter),
-    OpSpec("out=", "inplace", MUTATION, _floating, _out_variant),
-    OpSpec("setitem", "inplace", MUTATION, _floating_rank(1), _setitem),
+    OpSpec("add_", "inplace", MUTATION | SCALARS | AUTOGRAD, _writable(_tensor), _inplace("add_")),
+    OpSpec("mul_", "inplace", MUTATION | SCALARS | AUTOGRAD, _writable(_tensor), _inplace("mul_")),
+    OpSpec("div_", "inplace", MUTATION, _writable(_floating), _inplace("div_")),
+    OpSpec("clamp_", "inplace", MUTATION, _writable(_floating), _clamp),
+    OpSpec("copy_", "inplace", MUTATION, _writable(_tensor), _copy),
+    OpSpec("fill_", "inplace", MUTATION | SCALARS, _not_grad_leaf, _fill),
+    OpSpec("zero_", "inplace", MUTATION, _writable(_tensor), _statement("{x}.zero_()")),
+    OpSpec("masked_fill_", "inplace", MUTATION, _writable(_floating), _masked_fill),
+    OpSpec("index_put_", "inplace", MUTATION, _writable(_floating_rank(1)), _index_put),
+    OpSpec("index_add_", "inplace", MUTATION, _writable(_floating_rank(1)), _index_add),
+    OpSpec("scatter_", "inplace", MUTATION, _writable(_floating_rank(1)), _scatter),
+    OpSpec("out=", "inplace", MUTATION, _writable(_floating), _out_variant),
+    OpSpec("setitem", "inplace", MUTATION, _writable(_floating_rank(1)), _setitem),
     OpSpec("no_grad_update", "inplace", MUTATION | AUTOGRAD, _leaf_with_grad, _no_grad_update),
-    OpSpec("resize_", "metadata", MUTATION, _tensor, _resize),
-    OpSpec("t_", "metadata", MUTATION, _rank_at_least(1), _statement("{x}.t_()")),
-    OpSpec("transpose_", "metadata", MUTATION, _rank_at_least(1), _transpose_),
-    OpSpec("unsqueeze_", "metadata", MUTATION, _tensor, _unsqueeze_),
-    OpSpec("squeeze_", "metadata", MUTATION, _rank_at_least(1), _squeeze_),
-    OpSpec("as_strided_", "metadata", MUTATION, _tensor, _as_strided_),
-    OpSpec("set_", "metadata", MUTATION, _tensor, _set_),
+    OpSpec("resize_", "metadata", MUTATION, _writable(_tensor), _resize),
+    OpSpec("t_", "metadata", MUTATION, _writable(_matrix_or_less), _statement("{x}.t_()")),
+    OpSpec("transpose_", "metadata", MUTATION, _writable(_rank_at_least(1)), _transpose_),
+    OpSpec("unsqueeze_", "metadata", MUTATION, _writable(_tensor), _unsqueeze_),
+    OpSpec("squeeze_", "metadata", MUTATION, _writable(_rank_at_least(1)), _squeeze_),
+    OpSpec("as_strided_", "metadata", MUTATION, _writable(_tensor), _as_strided_),
+    OpSpec("set_", "metadata", MUTATION, _writable(_tensor), _set_),
     OpSpec("detach_", "metadata", MUTATION | AUTOGRAD, _tensor, _statement("{x}.detach_()")),
     OpSpec("view", "view", VIEWS, _tensor, _view_flat),
     OpSpec("slice", "view", VIEWS, _rank_at_least(1), _slice_step),
@@ -459,6 +483,14 @@ OPS: tuple[OpSpec, ...] = (
 )
 
 
-def ops_for(family: str) -> tuple[OpSpec, ...]:
-    """The records a family draws from, in catalog order."""
-    return tuple(op for op in OPS if family in op.families)
+def ops_for(family: str) -> tuple[tuple[OpSpec, ...], tuple[OpSpec, ...]]:
+    """The records a family draws from: (shared basic ops, the family's own ops).
+
+    Kept apart so that a family's own ops are not drowned by the basic ones
+    every family shares.
+    """
+    chosen = [op for op in OPS if family in op.families]
+    return (
+        tuple(op for op in chosen if op.families == ALL),
+        tuple(op for op in chosen if op.families != ALL),
+    )
