@@ -226,7 +226,7 @@ def _statements(
     op = pool[draw(st.integers(0, 1023)) % len(pool)]
     # Newest first: a chain of statements on the latest value keeps its
     # choices when unrelated earlier statements are deleted by the shrinker.
-    candidates = [v for v in reversed(variables) if op.applies(v)]
+    candidates = [v for v in reversed(variables) if _applies(op, v)]
     if not candidates:
         return None
     target = draw(st.sampled_from(candidates))
@@ -241,6 +241,18 @@ def _statements(
     if binds:
         variables.append(Var(new_name, env[new_name], _result_origin(op)))
     return Statement(op.name, tuple(lines), (new_name,) if binds else (), frozenset(features))
+
+
+def _applies(op: OpSpec, var: Var) -> bool:
+    """Whether ``op`` may target ``var``; a variable torch refuses to inspect may not.
+
+    (Reading an invalidated view, e.g. one of ``split``'s outputs after its
+    base was written in place, raises.)
+    """
+    try:
+        return op.applies(var)
+    except RuntimeError:
+        return False
 
 
 def _runs_cleanly(lines: list[str], env: dict[str, Any]) -> bool:
@@ -325,12 +337,16 @@ def _feedback(
         wanted = by_name[spec.name].tensor
         for out_index, name in enumerate(outputs):
             got = by_name[name].tensor
-            if (
-                wanted is not None
-                and got is not None
-                and got.shape == wanted.shape
-                and got.dtype == wanted.dtype
-                and not got.requires_grad
-            ):
+            try:
+                fits = (
+                    wanted is not None
+                    and got is not None
+                    and got.shape == wanted.shape
+                    and got.dtype == wanted.dtype
+                    and not got.requires_grad
+                )
+            except RuntimeError:  # an invalidated view: not a candidate
+                fits = False
+            if fits:
                 return out_index, arg_index
     return None

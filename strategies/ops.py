@@ -74,7 +74,7 @@ class Context:
         pool = [
             v.name
             for v in self.variables
-            if v.tensor is not None and (predicate is None or predicate(v.tensor))
+            if v.tensor is not None and (predicate is None or _holds(predicate, v.tensor))
         ]
         return self.draw(st.sampled_from(pool)) if pool else None
 
@@ -89,6 +89,14 @@ class Context:
             if other is not None:
                 return other
         return self.draw(st.sampled_from(["2", "0.5", "-1.5", "3"]))
+
+
+def _holds(predicate: Callable[[torch.Tensor], bool], tensor: torch.Tensor) -> bool:
+    """``predicate(tensor)``, false where torch refuses to inspect the tensor."""
+    try:
+        return predicate(tensor)
+    except RuntimeError:
+        return False
 
 
 Builder = Callable[[Context], "tuple[list[str], bool] | None"]
