@@ -257,10 +257,10 @@ def _run_side(
     except Exception as exc:
         return _failed(observation, exc, "call"), []
     flat_out, out_spec = pytree.tree_flatten(result)
-    observation.output_structure = str(out_spec)
-    observation.output_names = [f"output #{i}" for i in range(len(flat_out))]
-    observation.outputs = [snapshot(out) for out in flat_out]
-    observation.aliasing = describe_aliasing(flat_out, flat_args, names)
+    try:
+        _observe_outputs(observation, flat_out, out_spec, flat_args, names)
+    except Exception as exc:  # e.g. reading a view torch has invalidated
+        return _failed(observation, exc, "reading outputs"), flat_out
     roots = [
         out
         for out in flat_out
@@ -268,19 +268,34 @@ def _run_side(
     ]
     if settings.backward is True and not roots and not compiled:
         raise ConfigurationError("backward=True, but no floating output requires grad")
-    if roots and settings.backward is not False:
-        try:
+    try:
+        if roots and settings.backward is not False:
+            phase = "backward"
             torch.autograd.backward(torch.stack([out.sum().double() for out in roots]).sum())
             ops.synchronize()
-        except Exception as exc:
-            return _failed(observation, exc, "backward"), flat_out
-    observation.arguments = [snapshot(arg) for arg in flat_args]
-    observation.grads = {
-        name: None if arg.grad is None else TensorSnapshot.of(arg.grad)
-        for name, arg in zip(names, flat_args, strict=True)
-        if isinstance(arg, torch.Tensor) and arg.is_leaf and arg.requires_grad
-    }
+        phase = "reading arguments"
+        observation.arguments = [snapshot(arg) for arg in flat_args]
+        observation.grads = {
+            name: None if arg.grad is None else TensorSnapshot.of(arg.grad)
+            for name, arg in zip(names, flat_args, strict=True)
+            if isinstance(arg, torch.Tensor) and arg.is_leaf and arg.requires_grad
+        }
+    except Exception as exc:
+        return _failed(observation, exc, phase), flat_out
     return observation, flat_out
+
+
+def _observe_outputs(
+    observation: Observation,
+    flat_out: list[Any],
+    out_spec: pytree.TreeSpec,
+    flat_args: list[Any],
+    names: list[str],
+) -> None:
+    observation.output_structure = str(out_spec)
+    observation.output_names = [f"output #{i}" for i in range(len(flat_out))]
+    observation.outputs = [snapshot(out) for out in flat_out]
+    observation.aliasing = describe_aliasing(flat_out, flat_args, names)
 
 
 def _advanced(
