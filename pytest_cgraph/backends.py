@@ -273,14 +273,19 @@ def collect_compile_evidence() -> Iterator[CompileEvidence]:
     graphs_before = counters["stats"]["unique_graphs"]
     skips_before = counters["inductor"]["cudagraph_skips"]
     collector = _SkipCollector()
-    propagate = cudagraphs_log.propagate
+    # torch's structured-trace logger emits DEBUG records on every compile;
+    # they would flood pytest's captured-log section of any failing test.
+    quiet = [cudagraphs_log, logging.getLogger("torch.__trace")]
+    propagate = [logger.propagate for logger in quiet]
     cudagraphs_log.addHandler(collector)
-    cudagraphs_log.propagate = False
+    for logger in quiet:
+        logger.propagate = False
     try:
         yield evidence
     finally:
         cudagraphs_log.removeHandler(collector)
-        cudagraphs_log.propagate = propagate
+        for logger, before in zip(quiet, propagate, strict=True):
+            logger.propagate = before
         evidence.compiles = counters["stats"]["unique_graphs"] - graphs_before
         evidence.skips = counters["inductor"]["cudagraph_skips"] - skips_before
         evidence.skip_reasons = collector.reasons

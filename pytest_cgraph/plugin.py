@@ -2,24 +2,36 @@
 
 This module is imported by every pytest run in an environment where the
 package is installed, so it imports neither torch nor hypothesis at module
-level and never touches ``torch.cuda``: the work happens inside hooks and
-fixtures, and only when asked for.
+level and never touches ``torch.cuda`` in the controller: the work happens
+inside hooks, and only when ``--cgraph`` is given or a marked test runs.
 """
 
 from __future__ import annotations
 
+import random
+import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_cgraph.options import CgraphOptions, add_options, read_options
+from pytest_cgraph.marker import MARKER, MARKER_HELP, marker_settings, run_marked
+from pytest_cgraph.options import (
+    OPTIONS_KEY,
+    CgraphOptions,
+    add_options,
+    read_options,
+    session_device,
+)
+from pytest_cgraph.stats import REPORT_KEY, RunStats, summary_lines, write_report
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Generator
 
     from pytest_cgraph.runner import CheckReport
 
-OPTIONS_KEY = pytest.StashKey[CgraphOptions]()
+SEED_KEY = pytest.StashKey[int]()
+STARTED_KEY = pytest.StashKey[float]()
+MARKED_KEY = pytest.StashKey[dict[str, Any]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -35,10 +47,6 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         _check_backend_and_device(options)
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.stash[OPTIONS_KEY] = read_options(config)
-
-
 def _check_backend_and_device(options: CgraphOptions) -> None:
     """Fail the session at start, in one line, rather than in every test."""
     from pytest_cgraph.backends import resolve_backend, resolve_device
@@ -51,9 +59,29 @@ def _check_backend_and_device(options: CgraphOptions) -> None:
         raise pytest.UsageError(f"pytest-cgraph: {exc}") from None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER_HELP)
+    config.addinivalue_line("markers", "cgraph: an item of the pytest-cgraph fuzz campaign")
+    options = read_options(config)
+    config.stash[OPTIONS_KEY] = options
+    config.stash[STARTED_KEY] = time.perf_counter()
+    worker_input = getattr(config, "workerinput", None)
+    if worker_input is not None and "cgraph_seed" in worker_input:
+        config.stash[SEED_KEY] = worker_input["cgraph_seed"]
+    else:
+        # Chosen once, on the controller; xdist workers receive it.
+        config.stash[SEED_KEY] = (
+            options.seed if options.seed is not None else random.randrange(2**32)
+        )
+        if config.pluginmanager.hasplugin("xdist"):
+            from pytest_cgraph._xdist import XdistHooks
+
+            config.pluginmanager.register(XdistHooks(config.stash[SEED_KEY]), "cgraph-xdist")
+
+
 def pytest_report_header(config: pytest.Config) -> str | None:
-    options = config.stash.get(OPTIONS_KEY, None)
-    if options is None or not options.enabled:
+    options = config.stash[OPTIONS_KEY]
+    if not options.enabled:
         return None
     from pytest_cgraph.backends import resolve_device
 
@@ -64,14 +92,108 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         if device.type == "cuda"
         else "capture=skipped on cpu (torch's skip reasons are counted)"
     )
-    return f"cgraph: backend={options.backend} device={device} iters={options.iters} {capture}"
+    seed = config.stash[SEED_KEY]
+    return (
+        f"cgraph: backend={options.backend} device={device} iters={options.iters} {capture} "
+        f"seed={seed} (rerun with --cgraph-seed={seed})"
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    # tryfirst: the campaign items must exist before -k and -m deselect.
+    options = config.stash[OPTIONS_KEY]
+    if not options.enabled:
+        return
+    from pytest_cgraph.campaign import make_items
+
+    items.extend(make_items(session, options, config.stash[SEED_KEY]))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    settings = marker_settings(item)
+    if settings is not None:
+        item.stash[MARKED_KEY] = settings
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    settings = pyfuncitem.stash.get(MARKED_KEY, None)
+    if settings is None:
+        return None
+    from pytest_cgraph.campaign import STATS_KEY
+
+    __tracebackhide__ = True
+    stats = pyfuncitem.stash.setdefault(STATS_KEY, RunStats())
+    options = pyfuncitem.config.stash[OPTIONS_KEY]
+    started = time.perf_counter()
+    try:
+        run_marked(pyfuncitem, settings, options, session_device(pyfuncitem.config), stats)
+    finally:
+        stats.seconds += time.perf_counter() - started
+    return True
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.when == "call":
+        from pytest_cgraph.campaign import STATS_KEY
+
+        stats = item.stash.get(STATS_KEY, None)
+        if stats is not None:
+            # Travels to the xdist controller with the report (pytest
+            # serialises report.__dict__), as Hypothesis's statistics do.
+            report.__dict__[REPORT_KEY] = stats.to_json()
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    options = config.stash[OPTIONS_KEY]
+    if not options.enabled or hasattr(config, "workerinput"):
+        return
+    total = RunStats()
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            data = getattr(report, REPORT_KEY, None)
+            if data is not None:
+                total.merge(RunStats.from_json(data))
+    wall = time.perf_counter() - config.stash[STARTED_KEY]
+    from pytest_cgraph.strategies.ops import OPS
+
+    terminalreporter.section("cgraph summary")
+    seed = config.stash[SEED_KEY]
+    device = session_device(config)
+    terminalreporter.write_line(
+        f"backend {options.backend}, device {device}, {options.iters} iterations, seed {seed}"
+    )
+    for line in summary_lines(total, wall, [op.name for op in OPS]):
+        terminalreporter.write_line(line)
+    if options.report is not None:
+        write_report(
+            options.report,
+            total,
+            wall,
+            {
+                "backend": options.backend,
+                "device": device,
+                "iters": options.iters,
+                "seed": seed,
+            },
+        )
+        terminalreporter.write_line(f"JSON report: {options.report}")
 
 
 class CgraphChecker:
     """The ``cgraph`` fixture: :func:`pytest_cgraph.check_equivalent` with session options."""
 
-    def __init__(self, options: CgraphOptions) -> None:
+    def __init__(self, options: CgraphOptions, device: str) -> None:
         self.options = options
+        self.device = device
         self.reports: list[CheckReport] = []
 
     def check(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> CheckReport:
@@ -79,7 +201,7 @@ class CgraphChecker:
         from pytest_cgraph.runner import check_equivalent
 
         kwargs.setdefault("backend", self.options.backend)
-        kwargs.setdefault("device", self.options.device)
+        kwargs.setdefault("device", self.device)
         kwargs.setdefault("iters", self.options.iters)
         __tracebackhide__ = True
         report = check_equivalent(fn, *args, **kwargs)
@@ -90,4 +212,7 @@ class CgraphChecker:
 @pytest.fixture
 def cgraph(request: pytest.FixtureRequest) -> CgraphChecker:
     """Check a function's compiled runs against eager, with this session's options."""
-    return CgraphChecker(request.config.stash[OPTIONS_KEY])
+    return CgraphChecker(request.config.stash[OPTIONS_KEY], session_device(request.config))
+
+
+__all__ = ["MARKER", "cgraph"]

@@ -88,6 +88,7 @@ class CheckReport:
     graphs_skipped: int
     skip_reasons: dict[str, int]
     outputs_overwritten: int
+    tensor_outputs: int = 0
 
     def summary(self) -> str:
         """One line for a terminal."""
@@ -171,23 +172,32 @@ def run_check(
     ``advance``, when given, derives each side's next arguments from its own
     arguments and outputs (parameter updates, outputs fed back); it runs the
     same code on both sides, so the sides stay comparable.
+
+    Warnings are recorded and dropped: torch's compile-time notices must not
+    reach the user's terminal, nor turn into exceptions (and so into false
+    crashes) under ``-W error``.
     """
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        return _iterate(fn, args, fresh_args, settings, advance)
+
+
+def _iterate(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    fresh_args: FreshArgs | None,
+    settings: CheckSettings,
+    advance: Advance | None,
+) -> CheckReport:
     reset_compiler_state()
     compiled_fn = settings.backend.compile(fn)
     retained: list[tuple[list[Any], list[Any]]] = []
     device = settings.device
     ops = settings.ops
     overwritten = 0
+    tensor_outputs = 0
     try:
-        with (
-            collect_compile_evidence() as evidence,
-            _comparable_inductor(),
-            warnings.catch_warnings(record=True),
-        ):
-            # Warnings are recorded and dropped: torch's compile-time notices
-            # must not reach the user's terminal, nor turn into exceptions
-            # (and so into false crashes) under ``-W error``.
-            warnings.simplefilter("always")
+        with collect_compile_evidence() as evidence, _comparable_inductor():
             sides: tuple[list[Any], list[Any]] | None = None
             for k in range(1, settings.iters + 1):
                 if fresh_args is not None or sides is None:
@@ -203,6 +213,8 @@ def run_check(
                 eager, eager_raw = _run_side(fn, sides[0], spec, names, k, settings, ops, False)
                 if eager.error is not None:
                     raise InvalidProgram(k, eager.phase, eager.error)
+                if k == 1:
+                    tensor_outputs = sum(isinstance(o, TensorSnapshot) for o in eager.outputs)
                 compiled, compiled_raw = _run_side(
                     compiled_fn, sides[1], spec, names, k, settings, ops, True
                 )
@@ -233,6 +245,7 @@ def run_check(
         graphs_skipped=evidence.skips,
         skip_reasons=dict(evidence.skip_reasons),
         outputs_overwritten=overwritten,
+        tensor_outputs=tensor_outputs,
     )
 
 

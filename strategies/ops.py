@@ -20,8 +20,9 @@ from typing import Any
 import torch
 from hypothesis import strategies as st
 
-#: Program families, selectable by name; ``mixed`` draws from all of them.
-FAMILIES = ("mutation", "views", "transfer", "autograd", "rng", "scalars", "schedules", "mixed")
+from pytest_cgraph.strategies.families import FAMILIES
+
+__all__ = ["FAMILIES", "OPS", "Context", "OpSpec", "Var", "ops_for"]
 
 Draw = Callable[[st.SearchStrategy[Any]], Any]
 

@@ -8,6 +8,7 @@ statements are legal), by the runner on both sides, and by a repro file.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 #: How arguments evolve across iterations.
 #: ``persistent``: the same tensors every call, mutations accumulate;
@@ -82,6 +83,17 @@ class Program:
     iters: int = 5
     feedback: tuple[int, int] | None = None  # (output index, argument index)
     features: frozenset[str] = field(default_factory=frozenset)
+
+    def __repr__(self) -> str:
+        # Hypothesis prints this for a failing example; the source, which is
+        # what ran, is printed beside it in full.
+        return (
+            f"<{self.family} program: {len(self.statements)} statements, "
+            f"{len(self.inputs)} inputs, schedule {self.schedule}>"
+        )
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
 
     @property
     def argument_names(self) -> tuple[str, ...]:

@@ -1,0 +1,166 @@
+"""The fuzz campaign: one pytest item per program family, each a Hypothesis search.
+
+Each item draws ``--cgraph-examples`` programs of its family, checks each
+against eager, counts invalid programs instead of failing on them, and on a
+difference lets Hypothesis shrink the program before the item fails with
+the minimal source. Its seed is the campaign seed mixed with its node id,
+so a campaign replays the same way whatever the number of xdist workers.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_cgraph.options import CgraphOptions, session_device
+from pytest_cgraph.stats import Failure, RunStats
+
+if TYPE_CHECKING:
+    from pytest_cgraph.compare import Difference
+
+STATS_KEY = pytest.StashKey[RunStats]()
+
+#: Seconds of shrinking allowed after an item's first failure.
+SHRINK_SECONDS = 20.0
+
+
+class ProgramFailure(AssertionError):
+    """A drawn program differs from eager; carries the program's source."""
+
+    def __init__(self, difference: Difference, message: str, source: str, family: str) -> None:
+        super().__init__(f"{message}\n\nprogram ({family}):\n{source}")
+        self.message = message
+        self.difference = difference
+        self.source = source
+        self.family = family
+
+
+class CampaignItem(pytest.Item):
+    """``cgraph::<family>``: fuzz one program family."""
+
+    def __init__(self, *, family: str, options: CgraphOptions, seed: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.family = family
+        self.options = options
+        self.campaign_seed = seed
+        self.add_marker("cgraph")
+
+    @property
+    def item_seed(self) -> int:
+        """Campaign seed mixed with the node id: stable whatever the worker layout."""
+        return (self.campaign_seed ^ zlib.crc32(self.nodeid.encode())) & 0xFFFFFFFF
+
+    def runtest(self) -> None:
+        stats = self.stash.setdefault(STATS_KEY, RunStats())
+        started = time.perf_counter()
+        try:
+            run_family(self, stats)
+        except ProgramFailure as failure:
+            stats.failures.append(
+                Failure(
+                    signature=failure.difference.signature,
+                    kind=failure.difference.kind,
+                    family=self.family,
+                    iteration=failure.difference.iteration,
+                    place=failure.difference.place,
+                    nodeid=self.nodeid,
+                )
+            )
+            raise
+        finally:
+            stats.seconds += time.perf_counter() - started
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, ProgramFailure):
+            notes = "\n".join(getattr(excinfo.value, "__notes__", []))
+            return f"{excinfo.value}\n{notes}".rstrip()
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[str, int | None, str]:
+        return "cgraph", None, f"cgraph campaign: {self.family} programs"
+
+
+def make_items(session: pytest.Session, options: CgraphOptions, seed: int) -> list[CampaignItem]:
+    """The campaign's items, one per selected family, in the families' order."""
+    return [
+        CampaignItem.from_parent(
+            session,
+            name=family,
+            nodeid=f"cgraph::{family}",
+            family=family,
+            options=options,
+            seed=seed,
+        )
+        for family in options.families
+    ]
+
+
+def run_family(item: CampaignItem, stats: RunStats) -> None:
+    """Draw, check and (on a difference) shrink programs of one family."""
+    from hypothesis import HealthCheck, Phase, given, reject, settings
+    from hypothesis import seed as hypothesis_seed
+
+    from pytest_cgraph.errors import EquivalenceError, InvalidProgram
+    from pytest_cgraph.runner import check_source
+    from pytest_cgraph.strategies import programs
+
+    options = item.options
+    device = session_device(item.config)
+    # Shrinking re-checks many near-identical programs; each check compiles.
+    # Outcomes are memoised by source, and once the shrink budget is spent
+    # new candidates are rejected, so Hypothesis settles on the smallest
+    # failure found so far (and can still replay it from the memo).
+    outcomes: dict[str, ProgramFailure | None] = {}
+    first_failure: list[float] = []
+
+    def fuzz(program: Any) -> None:
+        source = program.render()
+        if source not in outcomes:
+            if first_failure and time.perf_counter() - first_failure[0] > SHRINK_SECONDS:
+                reject()
+            outcomes[source] = check(program, source)
+        failure = outcomes[source]
+        if failure is not None:
+            if not first_failure:
+                first_failure.append(time.perf_counter())
+            # Raised from this one place, outside any except block: Hypothesis
+            # tells failures apart by where they are raised and their context.
+            raise ProgramFailure(failure.difference, failure.message, source, item.family)
+
+    def check(program: Any, source: str) -> ProgramFailure | None:
+        stats.count_program(item.family, program.all_features())
+        try:
+            report = check_source(
+                source, backend=options.backend, device=device, iters=options.iters
+            )
+        except InvalidProgram as invalid:
+            stats.count_invalid(str(invalid).split(": ", 1)[-1])
+            return None
+        except EquivalenceError as error:
+            return ProgramFailure(error.difference, str(error), source, item.family)
+        stats.count_report(report.compiles, report.graphs_captured, report.skip_reasons)
+        return None
+
+    # One database key per item: the same function serves every family.
+    fuzz._hypothesis_internal_add_digest = item.nodeid.encode()  # type: ignore[attr-defined]
+    test = settings(
+        max_examples=options.examples,
+        deadline=None,
+        report_multiple_bugs=False,
+        # No "explain" phase: its line-coverage notes point into this harness.
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.filter_too_much,
+            HealthCheck.data_too_large,
+            HealthCheck.large_base_example,
+        ],
+    )(
+        hypothesis_seed(item.item_seed)(
+            given(programs(families=(item.family,), iters=options.iters))(fuzz)
+        )
+    )
+    test()
