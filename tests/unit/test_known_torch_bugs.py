@@ -111,11 +111,27 @@ def inputs(k):
 """
 )
 
+# set_() of a view of an input onto itself, then an in-place write: eager
+# writes through to the input; compiled raises "cannot mutate tensors with
+# frozen storage". Related: pytorch/pytorch#127571 (export), #197399.
+SET_VIEW_ONTO_ITSELF_THEN_WRITE = HEADER + """\
+def program(a0):
+    v0 = a0[1]
+    v0.set_(v0)
+    v0.add_(1)
+    return (a0,)
+
+
+def inputs(k):
+    return (torch.zeros(2, 2),)
+"""
+
 CASES = [
     pytest.param(FILL_EXPANDED_INPUT, "crash", id="fill_expanded_input"),
     pytest.param(DETACH_BASE_OF_RETURNED_VIEW, "crash", id="detach_base_of_returned_view"),
     pytest.param(NO_GRAD_MUTATION_OF_ALIASED_LEAF, "crash", id="no_grad_mutation_of_aliased_leaf"),
     pytest.param(TO_NOOP_IDENTITY, "aliasing", id="to_noop_identity"),
+    pytest.param(SET_VIEW_ONTO_ITSELF_THEN_WRITE, "crash", id="set_view_onto_itself_then_write"),
 ]
 
 CUDAGRAPHS_ONLY = [
