@@ -273,19 +273,21 @@ def collect_compile_evidence() -> Iterator[CompileEvidence]:
     graphs_before = counters["stats"]["unique_graphs"]
     skips_before = counters["inductor"]["cudagraph_skips"]
     collector = _SkipCollector()
-    # torch's structured-trace logger emits DEBUG records on every compile;
-    # they would flood pytest's captured-log section of any failing test.
-    quiet = [cudagraphs_log, logging.getLogger("torch.__trace")]
-    propagate = [logger.propagate for logger in quiet]
+    propagate = cudagraphs_log.propagate
     cudagraphs_log.addHandler(collector)
-    for logger in quiet:
-        logger.propagate = False
+    cudagraphs_log.propagate = False
+    # torch's structured-trace logger emits DEBUG records on every compile,
+    # to handlers pytest attaches to it; they would flood the captured-log
+    # section of any failing test.
+    trace_log = logging.getLogger("torch.__trace")
+    trace_disabled = trace_log.disabled
+    trace_log.disabled = True
     try:
         yield evidence
     finally:
         cudagraphs_log.removeHandler(collector)
-        for logger, before in zip(quiet, propagate, strict=True):
-            logger.propagate = before
+        cudagraphs_log.propagate = propagate
+        trace_log.disabled = trace_disabled
         evidence.compiles = counters["stats"]["unique_graphs"] - graphs_before
         evidence.skips = counters["inductor"]["cudagraph_skips"] - skips_before
         evidence.skip_reasons = collector.reasons

@@ -8,6 +8,7 @@ its arguments, and finally what backward left in ``.grad``.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -238,7 +239,7 @@ def _widen(tensor: torch.Tensor) -> torch.Tensor:
 
 def _finite_max(values: torch.Tensor) -> float:
     values = values.abs() if values.dtype.is_complex else values
-    return float(values.nan_to_num(nan=float("inf")).max()) if values.numel() else 0.0
+    return float(values.nan_to_num(nan=math.inf, posinf=math.inf).max()) if values.numel() else 0.0
 
 
 def _values_text(tensor: torch.Tensor) -> str:

@@ -9,6 +9,7 @@ it must return at least one tensor.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -102,12 +103,15 @@ def _wrap_hypothesis_inner(
 
     def checked(*args: Any, **kwargs: Any) -> None:
         names = list(kwargs)
-
-        def program(*values: Any) -> Any:
-            return inner(*args, **dict(zip(names, values, strict=True)))
-
         check_program(
-            nodeid, program, names, [kwargs[n] for n in names], settings, options, device, stats
+            nodeid,
+            functools.partial(inner, *args),
+            names,
+            [kwargs[n] for n in names],
+            settings,
+            options,
+            device,
+            stats,
         )
 
     checked._cgraph_original = inner  # type: ignore[attr-defined]

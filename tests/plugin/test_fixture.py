@@ -34,6 +34,8 @@ def test_fixture_uses_session_options(pytester: pytest.Pytester, workers: list[s
         "--cgraph",
         "--cgraph-backend=aot_eager",
         "--cgraph-iters=3",
+        "-m",
+        "not cgraph",  # the fixture only, not the fuzz campaign
         "-p",
         "no:cacheprovider",
         *workers,

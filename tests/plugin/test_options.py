@@ -10,7 +10,20 @@ import torch
 
 pytest_plugins = "pytester"
 
-OPTIONS = ("--cgraph", "--cgraph-backend", "--cgraph-device", "--cgraph-iters")
+# The fuzz campaign items carry the "cgraph" marker; these tests are about the rest.
+NO_CAMPAIGN = ("-m", "not cgraph")
+
+OPTIONS = (
+    "--cgraph",
+    "--cgraph-backend",
+    "--cgraph-device",
+    "--cgraph-iters",
+    "--cgraph-examples",
+    "--cgraph-seed",
+    "--cgraph-families",
+    "--cgraph-repro-dir",
+    "--cgraph-report",
+)
 
 TRIVIAL = """
 def test_nothing():
@@ -23,24 +36,36 @@ def test_help_lists_every_option_with_its_help(pytester: pytest.Pytester) -> Non
     result.stdout.fnmatch_lines(
         [
             "CUDA-graph equivalence (pytest-cgraph):",
-            "*--cgraph *check cgraph tests against eager*",
+            "*--cgraph *run the fuzz campaign and check cgraph_equivalent tests*",
             "*--cgraph-backend=CGRAPH_BACKEND",
             "*torch.compile backend name, reduce-overhead*",
             "*--cgraph-device=CGRAPH_DEVICE",
             "*auto, cpu, cuda or cuda:N (default: auto)",
             "*--cgraph-iters=CGRAPH_ITERS",
             "*iterations per program*",
+            "*--cgraph-examples=CGRAPH_EXAMPLES",
+            "*programs per fuzz campaign item (default: 100)",
+            "*--cgraph-seed=CGRAPH_SEED",
+            "*--cgraph-families=CGRAPH_FAMILIES",
+            "*--cgraph-repro-dir=CGRAPH_REPRO_DIR",
+            "*--cgraph-report=CGRAPH_REPORT",
         ]
     )
     for option in OPTIONS:
-        assert option.lstrip("-").replace("-", "_") in result.stdout.str()  # ini keys too
+        ini_key = option.lstrip("-").replace("-", "_")
+        result.stdout.fnmatch_lines([f"  {ini_key} (*"])
 
 
 def test_header_says_what_runs(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(TRIVIAL)
-    result = pytester.runpytest("--cgraph", "--cgraph-backend", "aot_eager", "--cgraph-device=cpu")
+    result = pytester.runpytest(
+        "--cgraph", "--cgraph-backend", "aot_eager", "--cgraph-device=cpu", *NO_CAMPAIGN
+    )
     result.stdout.fnmatch_lines(
-        ["cgraph: backend=aot_eager device=cpu iters=5 capture=skipped on cpu (torch's skip*"]
+        [
+            "cgraph: backend=aot_eager device=cpu iters=5 capture=skipped on cpu (torch's skip "
+            "reasons are counted) seed=* (rerun with --cgraph-seed=*)"
+        ]
     )
     result.assert_outcomes(passed=1)
 
@@ -102,5 +127,7 @@ def test_ini_keys_are_read_and_errors_say_where(pytester: pytest.Pytester) -> No
 def test_command_line_wins_over_ini(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\ncgraph_iters = 7\ncgraph_backend = aot_eager\n")
     pytester.makepyfile(TRIVIAL)
-    result = pytester.runpytest("--cgraph", "--cgraph-iters", "4", "--cgraph-device", "cpu")
+    result = pytester.runpytest(
+        "--cgraph", "--cgraph-iters", "4", "--cgraph-device", "cpu", *NO_CAMPAIGN
+    )
     result.stdout.fnmatch_lines(["cgraph: backend=aot_eager device=cpu iters=4 *"])

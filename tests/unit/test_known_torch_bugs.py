@@ -114,7 +114,9 @@ def inputs(k):
 # set_() of a view of an input onto itself, then an in-place write: eager
 # writes through to the input; compiled raises "cannot mutate tensors with
 # frozen storage". Related: pytorch/pytorch#127571 (export), #197399.
-SET_VIEW_ONTO_ITSELF_THEN_WRITE = HEADER + """\
+SET_VIEW_ONTO_ITSELF_THEN_WRITE = (
+    HEADER
+    + """\
 def program(a0):
     v0 = a0[1]
     v0.set_(v0)
@@ -125,6 +127,7 @@ def program(a0):
 def inputs(k):
     return (torch.zeros(2, 2),)
 """
+)
 
 CASES = [
     pytest.param(FILL_EXPANDED_INPUT, "crash", id="fill_expanded_input"),

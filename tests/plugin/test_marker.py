@@ -1,0 +1,124 @@
+"""``@pytest.mark.cgraph_equivalent``: eager-only without --cgraph, checked with it."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = "pytester"
+
+MARKED = """
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+
+@pytest.fixture
+def weight():
+    return torch.randn(3, requires_grad=True)
+
+
+@pytest.mark.cgraph_equivalent
+def test_step(weight):
+    return (weight * 2).sin()
+
+
+@pytest.mark.cgraph_equivalent(iters=4)
+@pytest.mark.parametrize("n", [2, 3])
+def test_mutates_its_argument(n):
+    x = torch.ones(n)
+    x.add_(1)
+    return x * 3
+
+
+@pytest.mark.cgraph_equivalent
+@settings(max_examples=3, deadline=None)
+@given(scale=st.floats(0.5, 2.0))
+def test_with_given(scale):
+    return torch.arange(4.0) * scale
+"""
+
+BAD = """
+import pytest
+import torch
+
+
+@pytest.mark.cgraph_equivalent(iterations=3)
+def test_unknown_argument():
+    return torch.ones(1)
+
+
+@pytest.mark.cgraph_equivalent(iters="five")
+def test_wrong_type():
+    return torch.ones(1)
+
+
+@pytest.mark.cgraph_equivalent
+def test_returns_nothing():
+    torch.ones(1)
+
+
+@pytest.mark.cgraph_equivalent(backend="relu_accuracy_error_TESTING_ONLY")
+def test_differs():
+    return torch.relu(torch.tensor([-1.0, 2.0]))
+
+
+@pytest.mark.cgraph_equivalent
+def test_eager_raises():
+    return torch.ones(2).view(3)
+"""
+
+
+def test_marked_tests_pass_eagerly_without_cgraph(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(MARKED)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "error")
+    result.assert_outcomes(passed=4)
+    assert "cgraph summary" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["plain", "xdist"])
+def test_marked_tests_are_checked_with_cgraph(
+    pytester: pytest.Pytester, workers: list[str]
+) -> None:
+    pytester.makepyfile(MARKED)
+    result = pytester.runpytest_subprocess(
+        "--cgraph",
+        "--cgraph-families=views",
+        "--cgraph-examples=1",
+        "-p",
+        "no:cacheprovider",
+        "-k",
+        "not views",
+        *workers,
+    )
+    outcomes = result.parseoutcomes()  # xdist does not report deselected items
+    assert (outcomes.get("passed"), outcomes.get("failed", 0)) == (4, 0), result.stdout.str()
+    # 1 + 2 parametrized + at least 3 Hypothesis examples, all checked
+    result.stdout.fnmatch_lines(["per family: marker *"])
+    marker_count = int(result.stdout.str().split("per family: marker ")[1].split()[0].rstrip(","))
+    assert marker_count >= 6
+
+
+def test_bad_marked_tests_say_what_is_wrong_in_one_line(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(BAD)
+    result = pytester.runpytest_subprocess(
+        "--cgraph",
+        "--cgraph-families=views",
+        "--cgraph-examples=1",
+        "-p",
+        "no:cacheprovider",
+        "-k",
+        "not views",
+    )
+    result.assert_outcomes(failed=3, errors=2, deselected=1)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*test_unknown_argument: @pytest.mark.cgraph_equivalent: unknown argument "
+            "'iterations'; allowed: iters, backend, rtol, atol",
+            "*test_wrong_type: @pytest.mark.cgraph_equivalent: iters must be a positive int, "
+            "got 'five'",
+            "*test_returns_nothing: a @pytest.mark.cgraph_equivalent test must return the "
+            "tensors to compare (got None)",
+            "*value difference at iteration 1, output #0*",
+            "*RuntimeError: shape '[[]3[]]' is invalid for input of size 2",
+        ]
+    )
