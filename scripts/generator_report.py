@@ -17,30 +17,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, given, settings
-
 from pytest_cgraph import EquivalenceError, InvalidProgram
 from pytest_cgraph.runner import check_source
-from pytest_cgraph.strategies import FAMILIES, OPS, Program, programs
+from pytest_cgraph.strategies import FAMILIES, OPS, Program, draw_programs
 
 
-def draw_programs(count: int, families: tuple[str, ...], seed: int) -> tuple[list[Program], float]:
-    drawn: list[Program] = []
-
-    @settings(
-        max_examples=count,
-        phases=[Phase.generate],
-        database=None,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(programs(families=families))
-    def collect(program: Program) -> None:
-        drawn.append(program)
-
-    collect._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]
+def timed_draw(count: int, families: tuple[str, ...], seed: int) -> tuple[list[Program], float]:
     started = time.perf_counter()
-    collect()
+    drawn = draw_programs(count, families=families, seed=seed)
     return drawn, time.perf_counter() - started
 
 
@@ -90,7 +74,7 @@ def main() -> None:
     parser.add_argument("--save-failures", type=Path)
     args = parser.parse_args()
     families = tuple(args.families.split(","))
-    drawn, seconds = draw_programs(args.count, families, args.seed)
+    drawn, seconds = timed_draw(args.count, families, args.seed)
     print(
         f"drew {len(drawn)} programs in {seconds:.2f} s: "
         f"{1000 * seconds / max(len(drawn), 1):.2f} ms per program (generation only)"

@@ -19,6 +19,7 @@ __all__ = [
     "OpSpec",
     "Program",
     "Statement",
+    "draw_programs",
     "programs",
 ]
 
@@ -31,6 +32,7 @@ _HOMES = {
     "Program": "program",
     "Statement": "program",
     "programs": "generate",
+    "draw_programs": "generate",
 }
 
 

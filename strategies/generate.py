@@ -66,6 +66,33 @@ def programs(
     return _programs(families, min_statements, max_statements, max_inputs, iters)
 
 
+def draw_programs(count: int, *, families: tuple[str, ...], seed: int) -> list[Program]:
+    """Draw about ``count`` programs outside a test, reproducibly (scripts, benchmarks).
+
+    Runs Hypothesis's generate phase only, with no database, so the same
+    seed gives the same programs.
+    """
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hypothesis_seed
+
+    drawn: list[Program] = []
+
+    @settings(
+        max_examples=count,
+        phases=[Phase.generate],
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @hypothesis_seed(seed)
+    @given(programs(families=families))
+    def collect(program: Program) -> None:
+        drawn.append(program)
+
+    collect()
+    return drawn
+
+
 @st.composite
 def _programs(
     draw: Any,

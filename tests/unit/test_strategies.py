@@ -3,32 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis.errors import InvalidArgument
 
 from pytest_cgraph.runner import load_source
-from pytest_cgraph.strategies import FAMILIES, OPS, Program, programs
+from pytest_cgraph.strategies import FAMILIES, OPS, Program, draw_programs, programs
 
 ALL_FAMILIES = tuple(FAMILIES)
 
 
 def draw_many(count: int, **kwargs: object) -> list[Program]:
-    drawn: list[Program] = []
-
-    @settings(
-        max_examples=count,
-        phases=[Phase.generate],
-        database=None,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    @seed(20261122)
-    @given(programs(**kwargs))
-    def collect(program: Program) -> None:
-        drawn.append(program)
-
-    collect()
-    return drawn
+    return draw_programs(count, seed=20261122, **kwargs)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
