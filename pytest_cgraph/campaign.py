@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 import zlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -28,14 +29,18 @@ SHRINK_SECONDS = 20.0
 
 
 class ProgramFailure(AssertionError):
-    """A drawn program differs from eager; carries the program's source."""
+    """A drawn program differs from eager; carries the program's source and size."""
 
-    def __init__(self, difference: Difference, message: str, source: str, family: str) -> None:
+    def __init__(
+        self, difference: Difference, message: str, source: str, family: str, size: int
+    ) -> None:
         super().__init__(f"{message}\n\nprogram ({family}):\n{source}")
         self.message = message
         self.difference = difference
         self.source = source
         self.family = family
+        self.size = size
+        self.repro_line = ""
 
 
 class CampaignItem(pytest.Item):
@@ -56,27 +61,58 @@ class CampaignItem(pytest.Item):
     def runtest(self) -> None:
         stats = self.stash.setdefault(STATS_KEY, RunStats())
         started = time.perf_counter()
+        timeline = Timeline()
         try:
-            run_family(self, stats)
+            run_family(self, stats, timeline)
         except ProgramFailure as failure:
-            stats.failures.append(
-                Failure(
-                    signature=failure.difference.signature,
-                    kind=failure.difference.kind,
-                    family=self.family,
-                    iteration=failure.difference.iteration,
-                    place=failure.difference.place,
-                    nodeid=self.nodeid,
-                )
-            )
+            stats.failures.append(self._record(failure, timeline))
             raise
         finally:
             stats.seconds += time.perf_counter() - started
 
+    def _record(self, failure: ProgramFailure, timeline: Timeline) -> Failure:
+        """Write the repro of a shrunk failure and describe both for the summary."""
+        from pytest_cgraph.repro import Finding, make_repro
+
+        finding = Finding(
+            source=failure.source,
+            difference=failure.difference,
+            backend=self.options.backend,
+            device=session_device(self.config),
+            iters=self.options.iters,
+            family=self.family,
+            size=failure.size,
+            nodeid=self.nodeid,
+            seed=self.campaign_seed,
+            setup_modules=plugin_modules(self.config),
+        )
+        outcome = make_repro(finding, self.options.repro_dir)
+        seconds = time.perf_counter() - timeline.first_failure if timeline.first_failure else None
+        if outcome.path is not None:
+            failure.repro_line = (
+                f"repro ({outcome.status}): {outcome.path} -- first diverging layer: "
+                f"{outcome.layer or 'only the backend under test'}"
+            )
+        else:
+            failure.repro_line = f"no repro file ({outcome.status}): {outcome.detail}"
+        return Failure(
+            signature=failure.difference.signature if outcome.path is None else outcome.path.stem,
+            kind=failure.difference.kind,
+            family=self.family,
+            iteration=failure.difference.iteration,
+            place=failure.difference.place,
+            repro=str(outcome.path) if outcome.path is not None else None,
+            nodeid=self.nodeid,
+            layer=outcome.layer,
+            statements=failure.source.count("\n    ") - 1,
+            examples_to_failure=timeline.examples_to_failure,
+            seconds_to_repro=round(seconds, 2) if seconds is not None else None,
+        )
+
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, ProgramFailure):
             notes = "\n".join(getattr(excinfo.value, "__notes__", []))
-            return f"{excinfo.value}\n{notes}".rstrip()
+            return f"{excinfo.value}\n{notes}\n{excinfo.value.repro_line}".rstrip()
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[str, int | None, str]:
@@ -98,7 +134,21 @@ def make_items(session: pytest.Session, options: CgraphOptions, seed: int) -> li
     ]
 
 
-def run_family(item: CampaignItem, stats: RunStats) -> None:
+@dataclass
+class Timeline:
+    """When an item first failed, and after how many programs."""
+
+    first_failure: float | None = None
+    examples_to_failure: int | None = None
+
+
+def plugin_modules(config: pytest.Config) -> tuple[str, ...]:
+    """Modules loaded with ``-p``: a backend they register must be registered in a repro too."""
+    names = getattr(config.option, "plugins", None) or []
+    return tuple(name for name in names if not name.startswith("no:"))
+
+
+def run_family(item: CampaignItem, stats: RunStats, timeline: Timeline) -> None:
     """Draw, check and (on a difference) shrink programs of one family."""
     from hypothesis import HealthCheck, Phase, given, reject, settings
     from hypothesis import seed as hypothesis_seed
@@ -114,21 +164,26 @@ def run_family(item: CampaignItem, stats: RunStats) -> None:
     # new candidates are rejected, so Hypothesis settles on the smallest
     # failure found so far (and can still replay it from the memo).
     outcomes: dict[str, ProgramFailure | None] = {}
-    first_failure: list[float] = []
 
     def fuzz(program: Any) -> None:
         source = program.render()
         if source not in outcomes:
-            if first_failure and time.perf_counter() - first_failure[0] > SHRINK_SECONDS:
+            if (
+                timeline.first_failure is not None
+                and time.perf_counter() - timeline.first_failure > SHRINK_SECONDS
+            ):
                 reject()
             outcomes[source] = check(program, source)
         failure = outcomes[source]
         if failure is not None:
-            if not first_failure:
-                first_failure.append(time.perf_counter())
+            if timeline.first_failure is None:
+                timeline.first_failure = time.perf_counter()
+                timeline.examples_to_failure = stats.programs
             # Raised from this one place, outside any except block: Hypothesis
             # tells failures apart by where they are raised and their context.
-            raise ProgramFailure(failure.difference, failure.message, source, item.family)
+            raise ProgramFailure(
+                failure.difference, failure.message, source, item.family, failure.size
+            )
 
     def check(program: Any, source: str) -> ProgramFailure | None:
         stats.count_program(item.family, program.all_features())
@@ -140,7 +195,7 @@ def run_family(item: CampaignItem, stats: RunStats) -> None:
             stats.count_invalid(str(invalid).split(": ", 1)[-1])
             return None
         except EquivalenceError as error:
-            return ProgramFailure(error.difference, str(error), source, item.family)
+            return ProgramFailure(error.difference, str(error), source, item.family, program.size())
         stats.count_report(report.compiles, report.graphs_captured, report.skip_reasons)
         return None
 

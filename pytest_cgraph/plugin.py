@@ -8,8 +8,10 @@ inside hooks, and only when ``--cgraph`` is given or a marked test runs.
 
 from __future__ import annotations
 
+import fnmatch
 import random
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -22,6 +24,7 @@ from pytest_cgraph.options import (
     read_options,
     session_device,
 )
+from pytest_cgraph.repro import MARKER_LINE
 from pytest_cgraph.stats import REPORT_KEY, RunStats, summary_lines, write_report
 
 if TYPE_CHECKING:
@@ -110,6 +113,23 @@ def pytest_collection_modifyitems(
     from pytest_cgraph.campaign import make_items
 
     items.extend(make_items(session, options, config.stash[SEED_KEY]))
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    # Repro files are named by signature, not test_*.py; collect them by
+    # their first line so that `pytest <repro-dir>` runs them as tests.
+    if file_path.suffix != ".py" or any(
+        fnmatch.fnmatch(file_path.name, pattern) for pattern in parent.config.getini("python_files")
+    ):
+        return None
+    try:
+        with open(file_path, "rb") as stream:
+            head = stream.read(len(MARKER_LINE))
+    except OSError:
+        return None
+    if head != MARKER_LINE.encode():
+        return None
+    return pytest.Module.from_parent(parent, path=file_path)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

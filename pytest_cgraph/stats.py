@@ -29,6 +29,10 @@ class Failure:
     place: str
     repro: str | None = None
     nodeid: str = ""
+    layer: str | None = None
+    statements: int | None = None
+    examples_to_failure: int | None = None
+    seconds_to_repro: float | None = None
 
 
 @dataclass

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,10 +123,22 @@ def test_broken_backend_from_a_plugin_fails_with_a_shrunk_program(
             "* difference at iteration 3, *",
             "program (mutation):",
             "def program(*",
+            "repro (written): cgraph-repros/*.py -- first diverging layer: only the backend *",
             "failures: 1 signature(s)",
-            "  * (*, mutation, iteration 3) x1: cgraph::mutation",
+            "  * (*, mutation, iteration 3) x1: cgraph-repros/*.py",
         ]
     )
+    (repro,) = (pytester.path / "cgraph-repros").glob("*.py")
+    # The repro reproduces standalone, passes on a correct backend, and is
+    # collected as a failing regression test.
+    failing = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True)
+    assert failing.returncode == 1 and failing.stdout.startswith("REPRODUCED"), failing.stderr
+    fixed = subprocess.run(
+        [sys.executable, str(repro), "--backend", "aot_eager"], capture_output=True, text=True
+    )
+    assert fixed.returncode == 0, fixed.stderr
+    regression = pytester.runpytest_subprocess("-p", "no:cacheprovider", "cgraph-repros")
+    regression.assert_outcomes(failed=1)
     body = result.stdout.str().split("program (mutation):", 1)[1].split("def inputs", 1)[0]
     statements = [line for line in body.splitlines() if line.startswith("    ")]
     assert len(statements) <= 3, body  # shrunk: one mutation and the return, give or take

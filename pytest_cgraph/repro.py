@@ -1,0 +1,263 @@
+"""Repro files: a shrunk failing program as a standalone script and regression test.
+
+(No torch import at module level: the plugin reads ``MARKER_LINE`` from here
+while collecting.)
+
+A repro is the program's own source (the exact text that ran), a header
+saying what failed where, and the torch-only driver of ``_repro_driver.py``.
+It is verified in-process before it is written, written atomically under a
+lock, and named by signature: the same bug always lands in the same file,
+and a smaller program replaces a larger one, never the reverse. A file in
+the repro dir that this plugin did not write is never overwritten.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import tempfile
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_cgraph.compare import Difference
+
+#: First line of every repro file: how the plugin recognises its own files.
+MARKER_LINE = "# pytest-cgraph repro"
+
+#: The ladder of layers a failure is re-run on, lowest first.
+LADDER = ("eager", "aot_eager", "cudagraphs")
+CUDAGRAPH_RUNGS = frozenset({"cudagraphs", "reduce-overhead"})
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A shrunk failure and where it came from."""
+
+    source: str
+    difference: Difference
+    backend: str
+    device: str
+    iters: int
+    family: str
+    size: int
+    nodeid: str = ""
+    seed: int | None = None
+    #: Modules to import before compiling: those that register the backend
+    #: (the ``-p`` plugins of the run that found it).
+    setup_modules: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReproOutcome:
+    """What became of a finding: the file, or why there is none."""
+
+    path: Path | None
+    status: str  # "written", "kept smaller", "not reproducible", "write failed"
+    detail: str
+    layer: str | None
+    cudagraph_specific: bool
+
+
+def locate_layer(finding: Finding) -> tuple[str | None, bool]:
+    """The first rung of eager -> aot_eager -> cudagraphs (-> the failing backend) that diverges.
+
+    Returns the rung (``None`` when only the failing backend itself differs)
+    and whether the failure is specific to the CUDA-graph path (the layers
+    below it agree with eager).
+    """
+    from pytest_cgraph.errors import EquivalenceError, InvalidProgram
+    from pytest_cgraph.runner import check_source
+
+    rungs = list(LADDER)
+    if finding.backend in ("inductor", "reduce-overhead", "max-autotune"):
+        rungs.append("inductor")
+        if finding.device.startswith("cuda"):
+            rungs.append("reduce-overhead")
+    for rung in rungs:
+        try:
+            check_source(finding.source, backend=rung, device=finding.device, iters=finding.iters)
+        except EquivalenceError:
+            return rung, rung in CUDAGRAPH_RUNGS
+        except InvalidProgram:
+            return None, False
+    return None, False
+
+
+def render(finding: Finding, layer: str | None, cudagraph_specific: bool) -> str:
+    """The repro file's text."""
+    import torch
+
+    difference = finding.difference
+    cuda = (
+        f"CUDA {torch.version.cuda}, {torch.cuda.get_device_name()}"
+        if finding.device.startswith("cuda")
+        else "no GPU used"
+    )
+    plugins = "".join(f"-p {module} " for module in finding.setup_modules)
+    replay = (
+        f"pytest --cgraph {plugins}--cgraph-seed {finding.seed} --cgraph-backend "
+        f"{finding.backend} -k {finding.family}"
+        if finding.seed is not None
+        else "(not from a campaign)"
+    )
+    header = [
+        MARKER_LINE,
+        f"# signature: {signature_of(difference, layer)}",
+        f"# failure: {difference.kind} at iteration {difference.iteration}, {difference.place}",
+        f"# first diverging layer: {layer or 'none below the backend itself'}"
+        f" (ladder {' -> '.join(LADDER)}); CUDA-graph path specific: "
+        f"{'yes' if cudagraph_specific else 'no'}",
+        f"# backend: {finding.backend}; device: {finding.device}; iterations: {finding.iters}",
+        f"# torch {torch.__version__}; {cuda}",
+        f"# size: {finding.size}",
+        f"# found by: {finding.nodeid or 'a check'}; replay the Hypothesis case: {replay}",
+        "# run: python THIS_FILE [--backend NAME]  (exit 1 while the bug is there), "
+        "or pytest THIS_FILE",
+    ]
+    program = _strip_header(finding.source)
+    modules = list(dict.fromkeys([*finding.setup_modules, *_backend_module(finding.backend)]))
+    driver = resources.files("pytest_cgraph").joinpath("_repro_driver.py").read_text()
+    test_name = "test_" + re.sub(r"\W", "_", signature_of(difference, layer)).lower()
+    footer = f'''
+
+# ---- this repro ----
+BACKEND = {finding.backend!r}
+BACKEND_MODULES = {modules!r}  # imported first: they register the backend
+DEVICE = {finding.device!r}
+
+
+def _on_device(k):
+    arguments = inputs(k)
+    if DEVICE == "cpu":
+        return arguments
+    return _pytree.tree_map(
+        lambda t: t.to(DEVICE) if isinstance(t, torch.Tensor) and t.dim() else t, arguments
+    )
+
+
+def check(backend=BACKEND):
+    """The first difference between eager and compiled, or None."""
+    for module in BACKEND_MODULES:
+        __import__(module)
+    return reproduce(
+        program, _on_device, globals().get("advance"), FRESH_INPUTS, ITERS, backend
+    )
+
+
+def {test_name}():
+    found = check()
+    assert found is None, found
+
+
+if __name__ == "__main__":
+    main(BACKEND, check)
+'''
+    return "\n".join(header) + "\n\n" + program.rstrip() + "\n\n\n" + driver.rstrip() + footer
+
+
+def signature_of(difference: Difference, layer: str | None) -> str:
+    """Kind + place + exception type, + the first diverging layer when known."""
+    return f"{difference.signature}-{layer}" if layer else difference.signature
+
+
+def reproduces(text: str, backend: str) -> str | None:
+    """Run the rendered file's check in-process; its one-line finding, or None."""
+    from pytest_cgraph.backends import collect_compile_evidence
+
+    namespace: dict[str, object] = {"__name__": "cgraph_repro_check"}
+    exec(compile(text, "<cgraph repro>", "exec"), namespace)
+    check = namespace["check"]
+    assert callable(check)
+    with collect_compile_evidence(), warnings.catch_warnings():  # keep torch's logs quiet
+        warnings.simplefilter("ignore")
+        result = check(backend)
+    return None if result is None else str(result)
+
+
+def make_repro(finding: Finding, directory: Path) -> ReproOutcome:
+    """Locate the layer, render, verify, and write (or keep the smaller) repro."""
+    layer, specific = locate_layer(finding)
+    text = render(finding, layer, specific)
+    try:
+        found = reproduces(text, finding.backend)
+    except Exception as error:
+        found = None
+        reason = f"the standalone check raised {type(error).__name__}: {error}"
+    else:
+        reason = "the standalone driver saw eager and compiled agree"
+    if found is None:
+        return ReproOutcome(None, "not reproducible", reason, layer, specific)
+    name = signature_of(finding.difference, layer)
+    try:
+        path, status = write_repro(directory, name, text, finding.size)
+    except OSError as error:
+        return ReproOutcome(None, "write failed", f"{directory}: {error}", layer, specific)
+    return ReproOutcome(path, status, found, layer, specific)
+
+
+def write_repro(directory: Path, name: str, text: str, size: int) -> tuple[Path, str]:
+    """Write ``<directory>/<name>.py`` atomically unless an equal or smaller repro is there.
+
+    A lock file serialises xdist workers that find the same bug at once.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    with _locked(directory / ".cgraph-repro.lock"):
+        target = directory / f"{name}.py"
+        suffix = 2
+        while target.exists():
+            existing = target.read_text(errors="replace")
+            if existing.startswith(MARKER_LINE):
+                old_size = _size_of(existing)
+                if old_size is not None and old_size <= size:
+                    return target, "kept smaller"
+                break
+            # Not ours: never overwritten; ours goes beside it.
+            target = directory / f"{name}-{suffix}.py"
+            suffix += 1
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
+        with os.fdopen(handle, "w") as stream:
+            stream.write(text)
+        os.replace(temporary, target)
+    return target, "written"
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _size_of(text: str) -> int | None:
+    match = re.search(r"^# size: (\d+)$", text, re.MULTILINE)
+    return int(match.group(1)) if match else None
+
+
+def _strip_header(source: str) -> str:
+    """The program's source without its own leading comment (the repro has a header)."""
+    lines = source.splitlines()
+    while lines and lines[0].startswith("#"):
+        lines.pop(0)
+    return "\n".join(lines).strip() + "\n"
+
+
+def _backend_module(backend: str) -> list[str]:
+    """The module a repro must import for ``backend`` to exist, if torch lacks it."""
+    if ":" in backend:
+        return [backend.partition(":")[0]]
+    from torch._dynamo.backends import registry
+
+    registry._lazy_import()
+    compiler = registry._COMPILER_FNS.get(backend)
+    module = getattr(compiler, "__module__", "") or ""
+    return [] if not module or module.startswith("torch") else [module]

@@ -1,0 +1,152 @@
+"""Repro files: dedup by signature, smaller wins, foreign files kept, atomic under workers."""
+
+from __future__ import annotations
+
+import multiprocessing
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_cgraph.compare import Difference
+from pytest_cgraph.repro import MARKER_LINE, Finding, make_repro, write_repro
+
+LOST_MUTATION = """\
+# family: mutation
+import torch
+
+
+def program(a0):
+    a0.add_(2)
+    return (a0 * 1,)
+
+
+def inputs(k):
+    return (torch.zeros(2),)
+
+
+FRESH_INPUTS = False
+ITERS = 5
+"""
+
+
+def text(size: int) -> str:
+    return f"{MARKER_LINE}\n# size: {size}\nprint('repro of size {size}')\n"
+
+
+def test_a_smaller_program_replaces_a_larger_never_the_reverse(tmp_path: Path) -> None:
+    path, status = write_repro(tmp_path, "value-output_0", text(300), 300)
+    assert (path.name, status) == ("value-output_0.py", "written")
+    assert write_repro(tmp_path, "value-output_0", text(400), 400)[1] == "kept smaller"
+    assert write_repro(tmp_path, "value-output_0", text(100), 100)[1] == "written"
+    assert "# size: 100" in path.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".cgraph-repro.lock", "value-output_0.py"]
+
+
+def test_a_foreign_file_is_never_overwritten(tmp_path: Path) -> None:
+    (tmp_path / "value-output_0.py").write_text("# my own notes\n")
+    path, status = write_repro(tmp_path, "value-output_0", text(100), 100)
+    assert (path.name, status) == ("value-output_0-2.py", "written")
+    assert (tmp_path / "value-output_0.py").read_text() == "# my own notes\n"
+
+
+def _race(directory: str, size: int) -> None:
+    for _ in range(20):
+        write_repro(Path(directory), "crash-compiled_call", text(size), size)
+
+
+def test_two_workers_writing_one_signature_leave_one_valid_file(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_race, args=(str(tmp_path), size)) for size in (200, 150)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    assert [worker.exitcode for worker in workers] == [0, 0]
+    files = sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("."))
+    assert files == ["crash-compiled_call.py"]
+    assert (tmp_path / "crash-compiled_call.py").read_text() == text(150)
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from cgraph_doubles.faults import FAULTS  # registers the faulty backends
+
+    assert FAULTS
+    directory = tmp_path_factory.mktemp("repros")
+    finding = Finding(
+        source=LOST_MUTATION,
+        difference=Difference("mutation", 3, "argument a0"),
+        backend="faulty_lost_input_mutation",
+        device="cpu",
+        iters=5,
+        family="mutation",
+        size=101,
+        setup_modules=("cgraph_doubles.faults",),
+    )
+    outcome = make_repro(finding, directory)
+    assert outcome.status == "written", outcome
+    assert outcome.path is not None and outcome.layer is None
+    return outcome.path
+
+
+def run_repro(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[1]), "PATH": "/usr/bin:/bin"}
+    return subprocess.run(
+        [sys.executable, str(path), *args], capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+def test_repro_header_says_what_failed_where(written: Path) -> None:
+    head = written.read_text().split("\n\n", 1)[0]
+    assert head.startswith(MARKER_LINE)
+    assert "# failure: mutation at iteration 3, argument a0" in head
+    assert "# backend: faulty_lost_input_mutation; device: cpu; iterations: 5" in head
+    assert "# first diverging layer: none below the backend itself" in head
+    assert "# size: 101" in head
+    assert "import cgraph_doubles" not in head
+
+
+def test_repro_exits_1_while_the_bug_is_there_and_0_on_a_correct_backend(written: Path) -> None:
+    failing = run_repro(written)
+    assert failing.returncode == 1, failing.stderr
+    assert failing.stdout.startswith("REPRODUCED (faulty_lost_input_mutation): ")
+    assert len(failing.stdout.strip().splitlines()) == 1
+    passing = run_repro(written, "--backend", "aot_eager")
+    assert passing.returncode == 0, passing.stderr
+    assert passing.stdout.strip() == "NOT REPRODUCED (aot_eager): eager and compiled agree"
+
+
+def test_a_program_that_does_not_reproduce_is_not_written(tmp_path: Path) -> None:
+    finding = Finding(
+        source=LOST_MUTATION,
+        difference=Difference("mutation", 3, "argument a0"),
+        backend="aot_eager",  # correct: the standalone check finds nothing
+        device="cpu",
+        iters=5,
+        family="mutation",
+        size=101,
+    )
+    outcome = make_repro(finding, tmp_path)
+    assert (outcome.path, outcome.status) == (None, "not reproducible")
+    assert "agree" in outcome.detail
+    assert not list(tmp_path.glob("*.py"))
+
+
+def test_layer_ladder_names_the_first_diverging_rung(tmp_path: Path) -> None:
+    source = LOST_MUTATION.replace("a0.add_(2)", "a0.fill_(1.5)").replace(
+        "torch.zeros(2)", "torch.zeros(1).expand(2)"
+    )
+    finding = Finding(
+        source=source,
+        difference=Difference("crash", 1, "compiled call", exception_type="RuntimeError"),
+        backend="cudagraphs",
+        device="cpu",
+        iters=5,
+        family="mutation",
+        size=101,
+    )
+    outcome = make_repro(finding, tmp_path)
+    assert outcome.layer == "aot_eager" and not outcome.cudagraph_specific
+    assert outcome.path is not None and outcome.path.name.endswith("-aot_eager.py")
