@@ -129,12 +129,27 @@ def inputs(k):
 """
 )
 
+# set_() of a fresh clone onto its input: eager returns a new tensor object
+# sharing the input's storage; compiled returns the input object itself, so
+# a later metadata change (t_, resize_) would hit the caller's tensor.
+SET_CLONE_ONTO_INPUT_IDENTITY = HEADER + """\
+def program(a0):
+    v0 = a0.clone()
+    v0.set_(a0)
+    return (v0,)
+
+
+def inputs(k):
+    return (torch.ones(2),)
+"""
+
 CASES = [
     pytest.param(FILL_EXPANDED_INPUT, "crash", id="fill_expanded_input"),
     pytest.param(DETACH_BASE_OF_RETURNED_VIEW, "crash", id="detach_base_of_returned_view"),
     pytest.param(NO_GRAD_MUTATION_OF_ALIASED_LEAF, "crash", id="no_grad_mutation_of_aliased_leaf"),
     pytest.param(TO_NOOP_IDENTITY, "aliasing", id="to_noop_identity"),
     pytest.param(SET_VIEW_ONTO_ITSELF_THEN_WRITE, "crash", id="set_view_onto_itself_then_write"),
+    pytest.param(SET_CLONE_ONTO_INPUT_IDENTITY, "aliasing", id="set_clone_onto_input_identity"),
 ]
 
 CUDAGRAPHS_ONLY = [
