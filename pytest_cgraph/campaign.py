@@ -1,17 +1,21 @@
 """The fuzz campaign: one pytest item per program family, each a Hypothesis search.
 
 Each item draws ``--cgraph-examples`` programs of its family, checks each
-against eager, counts invalid programs instead of failing on them, and on a
-difference lets Hypothesis shrink the program before the item fails with
-the minimal source. Its seed is the campaign seed mixed with its node id,
-so a campaign replays the same way whatever the number of xdist workers.
+against eager and counts invalid programs instead of failing on them. On a
+difference Hypothesis shrinks the program and the item writes its repro
+file; then it goes on hunting with a fresh seed until its examples are
+spent, treating bugs it already has as passing, so one run reports many
+distinct bugs. Bugs whose signature already has a repro file in the repro
+dir are known: counted, not failures (unless ``--cgraph-strict``). An
+item's seed is the campaign seed mixed with its node id, so a campaign
+replays the same way whatever the number of xdist workers.
 """
 
 from __future__ import annotations
 
 import time
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -24,7 +28,7 @@ if TYPE_CHECKING:
 
 STATS_KEY = pytest.StashKey[RunStats]()
 
-#: Seconds of shrinking allowed after an item's first failure.
+#: Seconds of shrinking allowed after a round's first failure.
 SHRINK_SECONDS = 20.0
 
 
@@ -32,7 +36,13 @@ class ProgramFailure(AssertionError):
     """A drawn program differs from eager; carries the program's source and size."""
 
     def __init__(
-        self, difference: Difference, message: str, source: str, family: str, size: int
+        self,
+        difference: Difference,
+        message: str,
+        source: str,
+        family: str,
+        size: int,
+        statements: int,
     ) -> None:
         super().__init__(f"{message}\n\nprogram ({family}):\n{source}")
         self.message = message
@@ -40,7 +50,17 @@ class ProgramFailure(AssertionError):
         self.source = source
         self.family = family
         self.size = size
-        self.repro_line = ""
+        self.statements = statements
+
+
+class NewBugsFound(AssertionError):
+    """An item found one or more new signatures; lists them all."""
+
+    def __init__(self, family: str, found: list[tuple[ProgramFailure, str]]) -> None:
+        parts = [f"{len(found)} new failure signature(s) in {family} programs"]
+        for number, (failure, repro_line) in enumerate(found, start=1):
+            parts.append(f"\n[{number}] {failure}\n{repro_line}")
+        super().__init__("\n".join(parts))
 
 
 class CampaignItem(pytest.Item):
@@ -59,18 +79,33 @@ class CampaignItem(pytest.Item):
         return (self.campaign_seed ^ zlib.crc32(self.nodeid.encode())) & 0xFFFFFFFF
 
     def runtest(self) -> None:
+        from pytest_cgraph.repro import known_signatures
+
         stats = self.stash.setdefault(STATS_KEY, RunStats())
         started = time.perf_counter()
-        timeline = Timeline()
+        hunt = Hunt(known=known_signatures(self.options.repro_dir))
+        found: list[tuple[ProgramFailure, str]] = []
         try:
-            run_family(self, stats, timeline)
-        except ProgramFailure as failure:
-            stats.failures.append(self._record(failure, timeline))
-            raise
+            for round_number in range(1, MAX_ROUNDS + 1):
+                hunt.first_failure = None
+                try:
+                    run_round(self, stats, hunt, round_number)
+                except ProgramFailure as failure:
+                    record, repro_line = self._record(failure, hunt)
+                    stats.failures.append(record)
+                    hunt.new[failure.difference.signature] = record
+                    found.append((failure, repro_line))
+                    if hunt.checked >= self.options.examples:
+                        break
+                    continue
+                break
         finally:
             stats.seconds += time.perf_counter() - started
+            stats.count_hits(hunt.hits, hunt.known, set(hunt.new))
+        if found:
+            raise NewBugsFound(self.family, found)
 
-    def _record(self, failure: ProgramFailure, timeline: Timeline) -> Failure:
+    def _record(self, failure: ProgramFailure, hunt: Hunt) -> tuple[Failure, str]:
         """Write the repro of a shrunk failure and describe both for the summary."""
         from pytest_cgraph.repro import Finding, make_repro
 
@@ -87,16 +122,16 @@ class CampaignItem(pytest.Item):
             setup_modules=plugin_modules(self.config),
         )
         outcome = make_repro(finding, self.options.repro_dir)
-        seconds = time.perf_counter() - timeline.first_failure if timeline.first_failure else None
+        seconds = time.perf_counter() - hunt.first_failure if hunt.first_failure else None
         if outcome.path is not None:
-            failure.repro_line = (
+            repro_line = (
                 f"repro ({outcome.status}): {outcome.path} -- first diverging layer: "
                 f"{outcome.layer or 'only the backend under test'}"
             )
         else:
-            failure.repro_line = f"no repro file ({outcome.status}): {outcome.detail}"
-        return Failure(
-            signature=failure.difference.signature if outcome.path is None else outcome.path.stem,
+            repro_line = f"no repro file ({outcome.status}): {outcome.detail}"
+        record = Failure(
+            signature=failure.difference.signature,
             kind=failure.difference.kind,
             family=self.family,
             iteration=failure.difference.iteration,
@@ -104,19 +139,40 @@ class CampaignItem(pytest.Item):
             repro=str(outcome.path) if outcome.path is not None else None,
             nodeid=self.nodeid,
             layer=outcome.layer,
-            statements=failure.source.count("\n    ") - 1,
-            examples_to_failure=timeline.examples_to_failure,
+            statements=failure.statements,
+            examples_to_failure=hunt.examples_to_failure,
             seconds_to_repro=round(seconds, 2) if seconds is not None else None,
         )
+        return record, repro_line
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if isinstance(excinfo.value, ProgramFailure):
-            notes = "\n".join(getattr(excinfo.value, "__notes__", []))
-            return f"{excinfo.value}\n{notes}\n{excinfo.value.repro_line}".rstrip()
+        if isinstance(excinfo.value, NewBugsFound):
+            return str(excinfo.value)
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[str, int | None, str]:
         return "cgraph", None, f"cgraph campaign: {self.family} programs"
+
+
+#: Rounds of search per item: each new signature starts a round.
+MAX_ROUNDS = 20
+
+
+@dataclass
+class Hunt:
+    """One item's search across rounds: what it knows, has found, and has checked."""
+
+    known: dict[str, str]  # signature -> repro path, from the repro dir
+    new: dict[str, Failure] = field(default_factory=dict)
+    hits: dict[str, int] = field(default_factory=dict)  # signature -> failing programs seen
+    checked: int = 0
+    first_failure: float | None = None
+    examples_to_failure: int | None = None
+
+    def is_known(self, signature: str, strict: bool) -> bool:
+        """A failure to count and pass over: already a repro, or already found this run."""
+        self.hits[signature] = self.hits.get(signature, 0) + 1
+        return signature in self.new or (signature in self.known and not strict)
 
 
 def make_items(session: pytest.Session, options: CgraphOptions, seed: int) -> list[CampaignItem]:
@@ -134,22 +190,14 @@ def make_items(session: pytest.Session, options: CgraphOptions, seed: int) -> li
     ]
 
 
-@dataclass
-class Timeline:
-    """When an item first failed, and after how many programs."""
-
-    first_failure: float | None = None
-    examples_to_failure: int | None = None
-
-
 def plugin_modules(config: pytest.Config) -> tuple[str, ...]:
     """Modules loaded with ``-p``: a backend they register must be registered in a repro too."""
     names = getattr(config.option, "plugins", None) or []
     return tuple(name for name in names if not name.startswith("no:"))
 
 
-def run_family(item: CampaignItem, stats: RunStats, timeline: Timeline) -> None:
-    """Draw, check and (on a difference) shrink programs of one family."""
+def run_round(item: CampaignItem, stats: RunStats, hunt: Hunt, round_number: int) -> None:
+    """One Hypothesis search: draw, check and (on a new difference) shrink programs."""
     from hypothesis import HealthCheck, Phase, given, reject, settings
     from hypothesis import seed as hypothesis_seed
 
@@ -169,23 +217,29 @@ def run_family(item: CampaignItem, stats: RunStats, timeline: Timeline) -> None:
         source = program.render()
         if source not in outcomes:
             if (
-                timeline.first_failure is not None
-                and time.perf_counter() - timeline.first_failure > SHRINK_SECONDS
-            ):
+                hunt.first_failure is not None
+                and time.perf_counter() - hunt.first_failure > SHRINK_SECONDS
+            ) or (hunt.first_failure is None and hunt.checked >= options.examples):
                 reject()
             outcomes[source] = check(program, source)
         failure = outcomes[source]
         if failure is not None:
-            if timeline.first_failure is None:
-                timeline.first_failure = time.perf_counter()
-                timeline.examples_to_failure = stats.programs
+            if hunt.first_failure is None:
+                hunt.first_failure = time.perf_counter()
+                hunt.examples_to_failure = hunt.checked
             # Raised from this one place, outside any except block: Hypothesis
             # tells failures apart by where they are raised and their context.
             raise ProgramFailure(
-                failure.difference, failure.message, source, item.family, failure.size
+                failure.difference,
+                failure.message,
+                source,
+                item.family,
+                failure.size,
+                failure.statements,
             )
 
     def check(program: Any, source: str) -> ProgramFailure | None:
+        hunt.checked += 1
         stats.count_program(item.family, program.all_features())
         try:
             report = check_source(
@@ -195,14 +249,23 @@ def run_family(item: CampaignItem, stats: RunStats, timeline: Timeline) -> None:
             stats.count_invalid(str(invalid).split(": ", 1)[-1])
             return None
         except EquivalenceError as error:
-            return ProgramFailure(error.difference, str(error), source, item.family, program.size())
+            if hunt.is_known(error.difference.signature, options.strict):
+                return None
+            return ProgramFailure(
+                error.difference,
+                str(error),
+                source,
+                item.family,
+                program.size(),
+                len(program.statements),
+            )
         stats.count_report(report.compiles, report.graphs_captured, report.skip_reasons)
         return None
 
     # One database key per item: the same function serves every family.
     fuzz._hypothesis_internal_add_digest = item.nodeid.encode()  # type: ignore[attr-defined]
     test = settings(
-        max_examples=options.examples,
+        max_examples=max(options.examples - hunt.checked, 1),
         deadline=None,
         report_multiple_bugs=False,
         # No "explain" phase: its line-coverage notes point into this harness.
@@ -214,7 +277,7 @@ def run_family(item: CampaignItem, stats: RunStats, timeline: Timeline) -> None:
             HealthCheck.large_base_example,
         ],
     )(
-        hypothesis_seed(item.item_seed)(
+        hypothesis_seed(item.item_seed + round_number - 1)(
             given(programs(families=(item.family,), iters=options.iters))(fuzz)
         )
     )

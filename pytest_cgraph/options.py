@@ -74,6 +74,12 @@ OPTIONS = (
         DEFAULT_REPRO_DIR,
     ),
     Option("--cgraph-report", "write the run summary as JSON to this path", ""),
+    Option(
+        "--cgraph-strict",
+        "known bugs (a repro already in the repro dir) fail the run too",
+        False,
+        "bool",
+    ),
 )
 
 
@@ -124,6 +130,7 @@ class CgraphOptions:
     families: tuple[str, ...]
     repro_dir: Path
     report: Path | None
+    strict: bool = False
 
 
 OPTIONS_KEY = pytest.StashKey[CgraphOptions]()
@@ -165,6 +172,7 @@ def read_options(config: pytest.Config) -> CgraphOptions:
         families=_families(*text("cgraph_families")),
         repro_dir=Path(repro_dir or DEFAULT_REPRO_DIR),
         report=Path(report) if report else None,
+        strict=bool(values["cgraph_strict"][0]),
     )
 
 

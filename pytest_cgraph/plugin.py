@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 SEED_KEY = pytest.StashKey[int]()
 STARTED_KEY = pytest.StashKey[float]()
 MARKED_KEY = pytest.StashKey[dict[str, Any]]()
+REPRO_KEY = pytest.StashKey[bool]()
+FIXED_KEY = "_cgraph_fixed"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -117,10 +119,14 @@ def pytest_collection_modifyitems(
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
     # Repro files are named by signature, not test_*.py; collect them by
-    # their first line so that `pytest <repro-dir>` runs them as tests.
+    # their first line so that `pytest <repro-dir>` runs them as tests. Only
+    # when named on the command line (the dir or the file): a campaign run in
+    # a project that commits its repro dir must not fail on its known bugs.
     if file_path.suffix != ".py" or any(
         fnmatch.fnmatch(file_path.name, pattern) for pattern in parent.config.getini("python_files")
     ):
+        return None
+    if not _named_on_command_line(parent.config, file_path):
         return None
     try:
         with open(file_path, "rb") as stream:
@@ -129,7 +135,20 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Mod
         return None
     if head != MARKER_LINE.encode():
         return None
-    return pytest.Module.from_parent(parent, path=file_path)
+    module = pytest.Module.from_parent(parent, path=file_path)
+    module.stash[REPRO_KEY] = True
+    return module
+
+
+def _named_on_command_line(config: pytest.Config, file_path: Path) -> bool:
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return False
+    root = config.invocation_params.dir
+    for argument in config.args:
+        given = (root / argument.split("::")[0]).resolve()
+        if given != root.resolve() and (given == file_path or given in file_path.parents):
+            return True
+    return False
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -161,6 +180,15 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    parent = item.parent
+    if (
+        report.when == "call"
+        and report.passed
+        and isinstance(parent, pytest.Module)
+        and parent.stash.get(REPRO_KEY, False)
+    ):
+        # A repro that passes no longer reproduces: its bug is fixed.
+        report.__dict__[FIXED_KEY] = str(item.path)
     if report.when == "call":
         from pytest_cgraph.campaign import STATS_KEY
 
@@ -173,8 +201,20 @@ def pytest_runtest_makereport(
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return
+    fixed = sorted(
+        {
+            getattr(report, FIXED_KEY)
+            for reports in terminalreporter.stats.values()
+            for report in reports
+            if hasattr(report, FIXED_KEY)
+        }
+    )
+    for path in fixed:
+        terminalreporter.write_line(f"cgraph: fixed: {path} no longer reproduces; retire it")
     options = config.stash[OPTIONS_KEY]
-    if not options.enabled or hasattr(config, "workerinput"):
+    if not options.enabled:
         return
     total = RunStats()
     for reports in terminalreporter.stats.values():

@@ -110,6 +110,7 @@ def render(finding: Finding, layer: str | None, cudagraph_specific: bool) -> str
     header = [
         MARKER_LINE,
         f"# signature: {signature_of(difference, layer)}",
+        f"# base signature: {difference.signature}",
         f"# failure: {difference.kind} at iteration {difference.iteration}, {difference.place}",
         f"# first diverging layer: {layer or 'none below the backend itself'}"
         f" (ladder {' -> '.join(LADDER)}); CUDA-graph path specific: "
@@ -160,6 +161,25 @@ if __name__ == "__main__":
     main(BACKEND, check)
 '''
     return "\n".join(header) + "\n\n" + program.rstrip() + "\n\n\n" + driver.rstrip() + footer
+
+
+def known_signatures(directory: Path) -> dict[str, str]:
+    """The registry of known bugs: base signature -> repro file, from the repro dir.
+
+    Unreadable or foreign files are skipped: they never break a run.
+    """
+    known: dict[str, str] = {}
+    if not directory.is_dir():
+        return known
+    for path in sorted(directory.glob("*.py")):
+        try:
+            head = path.read_text(errors="replace")[:4000]
+        except OSError:
+            continue
+        match = re.search(r"^# base signature: (\S+)$", head, re.MULTILINE)
+        if head.startswith(MARKER_LINE) and match:
+            known.setdefault(match.group(1), str(path))
+    return known
 
 
 def signature_of(difference: Difference, layer: str | None) -> str:

@@ -306,7 +306,17 @@ def _observe_outputs(
     names: list[str],
 ) -> None:
     observation.output_structure = str(out_spec)
-    observation.output_names = [f"output #{i}" for i in range(len(flat_out))]
+    # An output that is an argument itself is named so: its difference is a
+    # different bug from one in a freshly computed output.
+    by_identity = {
+        id(arg): name
+        for arg, name in zip(flat_args, names, strict=True)
+        if isinstance(arg, torch.Tensor)
+    }
+    observation.output_names = [
+        f"output #{i}" + (f" (argument {by_identity[id(out)]})" if id(out) in by_identity else "")
+        for i, out in enumerate(flat_out)
+    ]
     observation.outputs = [snapshot(out) for out in flat_out]
     observation.aliasing = describe_aliasing(flat_out, flat_args, names)
 

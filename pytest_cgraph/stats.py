@@ -49,6 +49,10 @@ class RunStats:
     invalid_reasons: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
     failures: list[Failure] = field(default_factory=list)
+    #: Failing programs seen per signature (new and known, shrinking included).
+    hits: Counter[str] = field(default_factory=Counter)
+    #: Known signatures seen again: signature -> its repro file.
+    known: dict[str, str] = field(default_factory=dict)
 
     def count_program(self, family: str, features: set[str]) -> None:
         """A program was drawn and checked (whatever the verdict)."""
@@ -67,6 +71,13 @@ class RunStats:
         self.captured += 1 if captured else 0
         self.skipped.update(skip_reasons)
 
+    def count_hits(self, hits: dict[str, int], known: dict[str, str], new: set[str]) -> None:
+        """Failing programs per signature; those with a repro from before are known."""
+        self.hits.update(hits)
+        for signature in hits:
+            if signature in known and signature not in new:
+                self.known[signature] = known[signature]
+
     def merge(self, other: RunStats) -> None:
         """Add ``other``'s counts to these."""
         self.programs += other.programs
@@ -79,6 +90,8 @@ class RunStats:
         self.invalid_reasons.update(other.invalid_reasons)
         self.skipped.update(other.skipped)
         self.failures.extend(other.failures)
+        self.hits.update(other.hits)
+        self.known.update(other.known)
 
     def to_json(self) -> dict[str, Any]:
         """A dict of builtins, fit for a report's ``__dict__`` and for JSON."""
@@ -92,7 +105,15 @@ class RunStats:
             "features": dict(self.features),
             "invalid_reasons": dict(self.invalid_reasons),
             "skipped": dict(self.skipped),
-            "failures": [vars(failure) for failure in self.failures],
+            "failures": [
+                {**vars(failure), "hits": self.hits.get(failure.signature, 0)}
+                for failure in self.failures
+            ],
+            "known": [
+                {"signature": signature, "hits": self.hits.get(signature, 0), "repro": repro}
+                for signature, repro in sorted(self.known.items())
+            ],
+            "hits": dict(self.hits),
         }
 
     @classmethod
@@ -108,7 +129,12 @@ class RunStats:
             features=Counter(data["features"]),
             invalid_reasons=Counter(data["invalid_reasons"]),
             skipped=Counter(data["skipped"]),
-            failures=[Failure(**failure) for failure in data["failures"]],
+            failures=[
+                Failure(**{k: v for k, v in failure.items() if k != "hits"})
+                for failure in data["failures"]
+            ],
+            hits=Counter(data.get("hits", {})),
+            known={entry["signature"]: entry["repro"] for entry in data.get("known", [])},
         )
 
 
@@ -152,12 +178,18 @@ def summary_lines(stats: RunStats, wall_seconds: float, known_ops: list[str]) ->
     by_signature: dict[str, list[Failure]] = {}
     for failure in stats.failures:
         by_signature.setdefault(failure.signature, []).append(failure)
-    lines.append(f"failures: {len(by_signature)} signature(s)")
+    lines.append(f"failures: {len(by_signature)} new signature(s)")
     for signature, found in sorted(by_signature.items()):
         first = found[0]
-        where = first.repro or first.nodeid
+        where = first.repro or f"{first.nodeid} (no repro file)"
         lines.append(
-            f"  {signature} ({first.kind}, {first.family}, iteration {first.iteration}) "
-            f"x{len(found)}: {where}"
+            f"  {signature} ({first.kind}, {first.family}, iteration {first.iteration}, "
+            f"{stats.hits.get(signature, len(found))} failing programs): {where}"
         )
+    if stats.known:
+        lines.append(f"known: {len(stats.known)} signature(s) seen again, not failures")
+        for signature, repro in sorted(stats.known.items()):
+            lines.append(
+                f"  {signature} ({stats.hits.get(signature, 0)} failing programs): {repro}"
+            )
     return lines

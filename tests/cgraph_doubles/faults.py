@@ -242,7 +242,32 @@ FAULTS = (
     ),
 )
 
+
+def frozen_rng_and_lost_autograd(
+    n: int, run: Callable[..., Any], args: Sequence[Any], state: dict
+) -> Any:
+    """Two independent faults at once: a frozen random stream and detached outputs."""
+    return lost_autograd(n, lambda *a: frozen_rng(n, run, a, state), args, state)
+
+
+#: A backend with two independent faults, for campaigns that must report both.
+TWO_FAULTS = ReplayBackend("faulty_two_faults", frozen_rng_and_lost_autograd)
+
+
+def crash_on_replay(n: int, run: Callable[..., Any], args: Sequence[Any], state: dict) -> Any:
+    """Every replay raises: one signature whatever the program."""
+    if n > RECORD:
+        raise RuntimeError("replay crashed")
+    return run(*args)
+
+
+CRASH_ON_REPLAY = ReplayBackend("faulty_crash_on_replay", crash_on_replay)
+
 _registered = set(torch._dynamo.list_backends(exclude_tags=()))
-for _case in FAULTS:
-    if f"faulty_{_case.name}" not in _registered:
-        register_backend(_case.backend, name=f"faulty_{_case.name}")
+for _name, _backend in [
+    *((f"faulty_{case.name}", case.backend) for case in FAULTS),
+    ("faulty_two_faults", TWO_FAULTS),
+    ("faulty_crash_on_replay", CRASH_ON_REPLAY),
+]:
+    if _name not in _registered:
+        register_backend(_backend, name=_name)

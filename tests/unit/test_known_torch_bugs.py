@@ -132,7 +132,9 @@ def inputs(k):
 # set_() of a fresh clone onto its input: eager returns a new tensor object
 # sharing the input's storage; compiled returns the input object itself, so
 # a later metadata change (t_, resize_) would hit the caller's tensor.
-SET_CLONE_ONTO_INPUT_IDENTITY = HEADER + """\
+SET_CLONE_ONTO_INPUT_IDENTITY = (
+    HEADER
+    + """\
 def program(a0):
     v0 = a0.clone()
     v0.set_(a0)
@@ -142,6 +144,7 @@ def program(a0):
 def inputs(k):
     return (torch.ones(2),)
 """
+)
 
 CASES = [
     pytest.param(FILL_EXPANDED_INPUT, "crash", id="fill_expanded_input"),

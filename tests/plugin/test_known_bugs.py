@@ -1,0 +1,92 @@
+"""Campaigns keep hunting after a failure; the repro dir is the registry of known bugs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = "pytester"
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def campaign(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict]:
+    result = pytester.runpytest_subprocess(
+        "--cgraph", "-p", "no:cacheprovider", "--cgraph-report=r.json", *args
+    )
+    return result, json.loads((pytester.path / "r.json").read_text())
+
+
+def test_one_run_reports_two_independent_faults_each_with_a_repro(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(TESTS))
+    result, report = campaign(
+        pytester,
+        "-p",
+        "cgraph_doubles.faults",
+        "--cgraph-backend=faulty_two_faults",  # frozen random stream + outputs detached
+        "--cgraph-families=rng",
+        "--cgraph-examples=40",
+        "--cgraph-seed=5",
+    )
+    result.assert_outcomes(failed=1)
+    kinds = {failure["kind"] for failure in report["failures"]}
+    assert {"metadata", "value"} <= kinds, result.stdout.str()
+    repros = list((pytester.path / "cgraph-repros").glob("*.py"))
+    assert len(repros) == len(report["failures"]) >= 2
+    result.stdout.fnmatch_lines([f"*{len(repros)} new failure signature(s) in rng programs*"])
+    assert all(failure["hits"] >= 1 for failure in report["failures"])
+
+
+# Every replay crashes the same way under this backend: one signature,
+# whatever the program, so reruns are deterministic.
+ONE_BUG = (
+    "-p",
+    "cgraph_doubles.faults",
+    "--cgraph-backend=faulty_crash_on_replay",
+    "--cgraph-families=views",
+    "--cgraph-examples=15",
+    "--cgraph-seed=2",
+)
+
+
+def test_known_bugs_pass_strict_fails_and_a_deleted_repro_is_new_again(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(TESTS))
+    first, report = campaign(pytester, *ONE_BUG)
+    first.assert_outcomes(failed=1)
+    (signature,) = [failure["signature"] for failure in report["failures"]]
+    (repro,) = (pytester.path / "cgraph-repros").glob("*.py")
+
+    again, report = campaign(pytester, *ONE_BUG)
+    again.assert_outcomes(passed=1)
+    assert report["failures"] == []
+    assert [entry["signature"] for entry in report["known"]] == [signature]
+    assert report["known"][0]["hits"] >= 1
+    again.stdout.fnmatch_lines(["known: 1 signature(s) seen again, not failures"])
+
+    strict, _ = campaign(pytester, *ONE_BUG, "--cgraph-strict")
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
+
+    repro.unlink()
+    renewed, report = campaign(pytester, *ONE_BUG)
+    renewed.assert_outcomes(failed=1)
+    assert [failure["signature"] for failure in report["failures"]] == [signature]
+    assert report["known"] == []
+
+
+def test_a_repro_that_no_longer_reproduces_is_reported_fixed(pytester: pytest.Pytester) -> None:
+    repro_dir = pytester.mkdir("cgraph-repros")
+    (repro_dir / "value-output_0.py").write_text(
+        "# pytest-cgraph repro\n# base signature: value-output_0\n"
+        "def test_value_output_0():\n    assert True\n"
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "cgraph-repros")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["cgraph: fixed: */cgraph-repros/value-output_0.py no longer reproduces; retire it"]
+    )
