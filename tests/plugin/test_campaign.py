@@ -130,21 +130,24 @@ def test_broken_backend_from_a_plugin_fails_with_a_shrunk_program(
             "  * (*, mutation, iteration 3, * failing programs): cgraph-repros/*.py",
         ]
     )
-    (repro,) = [
+    of_the_fault = [
         path
         for path in (pytester.path / "cgraph-repros").glob("*.py")
         if "first diverging layer: none below the backend itself" in path.read_text()
     ]
-    # The repro reproduces standalone, passes on a correct backend, and is
-    # collected as a failing regression test.
-    failing = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True)
-    assert failing.returncode == 1 and failing.stdout.startswith("REPRODUCED"), failing.stderr
-    fixed = subprocess.run(
-        [sys.executable, str(repro), "--backend", "aot_eager"], capture_output=True, text=True
-    )
-    assert fixed.returncode == 0, fixed.stderr
-    regression = pytester.runpytest_subprocess("-p", "no:cacheprovider", str(repro))
-    regression.assert_outcomes(failed=1)
+    assert of_the_fault
+    # Each repro of the fault reproduces standalone, passes on a correct
+    # backend, and is collected as a failing regression test.
+    for repro in of_the_fault:
+        failing = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True)
+        assert failing.returncode == 1, failing.stderr
+        assert failing.stdout.startswith("REPRODUCED")
+        fixed = subprocess.run(
+            [sys.executable, str(repro), "--backend", "aot_eager"], capture_output=True, text=True
+        )
+        assert fixed.returncode == 0, fixed.stderr
+    regression = pytester.runpytest_subprocess("-p", "no:cacheprovider", *map(str, of_the_fault))
+    regression.assert_outcomes(failed=len(of_the_fault))
     body = result.stdout.str().split("program (mutation):", 1)[1].split("def inputs", 1)[0]
     statements = [line for line in body.splitlines() if line.startswith("    ")]
     assert len(statements) <= 3, body  # shrunk: one mutation and the return, give or take
