@@ -9,6 +9,7 @@ inside hooks, and only when ``--cgraph`` is given or a marked test runs.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import random
 import time
 from pathlib import Path
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 SEED_KEY = pytest.StashKey[int]()
 STARTED_KEY = pytest.StashKey[float]()
 MARKED_KEY = pytest.StashKey[dict[str, Any]]()
-REPRO_KEY = pytest.StashKey[bool]()
 FIXED_KEY = "_cgraph_fixed"
 
 
@@ -122,22 +122,29 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Mod
     # their first line so that `pytest <repro-dir>` runs them as tests. Only
     # when named on the command line (the dir or the file): a campaign run in
     # a project that commits its repro dir must not fail on its known bugs.
-    if file_path.suffix != ".py" or any(
-        fnmatch.fnmatch(file_path.name, pattern) for pattern in parent.config.getini("python_files")
+    # A file named itself is collected by pytest's python plugin already.
+    if (
+        file_path.suffix != ".py"
+        or parent.session.isinitpath(file_path)
+        or any(
+            fnmatch.fnmatch(file_path.name, pattern)
+            for pattern in parent.config.getini("python_files")
+        )
+        or not _named_on_command_line(parent.config, file_path)
+        or not is_repro_file(file_path)
     ):
         return None
-    if not _named_on_command_line(parent.config, file_path):
-        return None
+    return pytest.Module.from_parent(parent, path=file_path)
+
+
+@functools.cache
+def is_repro_file(path: Path) -> bool:
+    """Whether ``path`` is a repro file this plugin wrote (its first line says so)."""
     try:
-        with open(file_path, "rb") as stream:
-            head = stream.read(len(MARKER_LINE))
+        with open(path, "rb") as stream:
+            return stream.read(len(MARKER_LINE)) == MARKER_LINE.encode()
     except OSError:
-        return None
-    if head != MARKER_LINE.encode():
-        return None
-    module = pytest.Module.from_parent(parent, path=file_path)
-    module.stash[REPRO_KEY] = True
-    return module
+        return False
 
 
 def _named_on_command_line(config: pytest.Config, file_path: Path) -> bool:
@@ -180,13 +187,7 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    parent = item.parent
-    if (
-        report.when == "call"
-        and report.passed
-        and isinstance(parent, pytest.Module)
-        and parent.stash.get(REPRO_KEY, False)
-    ):
+    if report.when == "call" and report.passed and is_repro_file(item.path):
         # A repro that passes no longer reproduces: its bug is fixed.
         report.__dict__[FIXED_KEY] = str(item.path)
     if report.when == "call":
