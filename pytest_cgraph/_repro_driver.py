@@ -109,7 +109,17 @@ def _side(fn, args, seed):
     return seen, outs
 
 
-def reproduce(program, inputs, advance, fresh_inputs, iters, backend, rtol=None, atol=None):
+def reproduce(
+    program,
+    inputs,
+    advance,
+    fresh_inputs,
+    iters,
+    backend,
+    compiled_autograd=False,
+    rtol=None,
+    atol=None,
+):
     """The first difference between eager and compiled, as one line, or None."""
     logging.getLogger("torch.__trace").disabled = True  # compile-time DEBUG noise
     torch._dynamo.reset()
@@ -121,7 +131,13 @@ def reproduce(program, inputs, advance, fresh_inputs, iters, backend, rtol=None,
         for side, fn in (("eager", program), ("compiled", compiled)):
             if fresh_inputs:
                 state[side] = inputs(k)
-            seen[side], raw[side] = _side(fn, state[side], k)
+            if side == "compiled" and compiled_autograd:
+                from torch._dynamo import compiled_autograd as _ca
+
+                with _ca._enable(lambda gm: _compile(gm, backend)):
+                    seen[side], raw[side] = _side(fn, state[side], k)
+            else:
+                seen[side], raw[side] = _side(fn, state[side], k)
         if "error" in seen["eager"]:
             return None  # eager raised: no reference behaviour (an invalid program)
         if "error" in seen["compiled"]:

@@ -148,7 +148,8 @@ def check(backend=BACKEND):
     for module in BACKEND_MODULES:
         __import__(module)
     return reproduce(
-        program, _on_device, globals().get("advance"), FRESH_INPUTS, ITERS, backend
+        program, _on_device, globals().get("advance"), FRESH_INPUTS, ITERS, backend,
+        globals().get("COMPILED_AUTOGRAD", False),
     )
 
 

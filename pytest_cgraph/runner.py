@@ -11,6 +11,7 @@ documented "overwritten by a subsequent run" error.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import linecache
 import traceback
@@ -70,6 +71,7 @@ class CheckSettings:
     tolerance: Tolerance = field(default_factory=Tolerance)
     seed: int = 0
     ops: DeviceOps | None = None
+    compiled_autograd: bool = False
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,7 @@ def check_equivalent(
     rtol: float | None = None,
     atol: float | None = None,
     seed: int = 0,
+    compiled_autograd: bool = False,
 ) -> CheckReport:
     """Run ``fn`` eagerly and compiled ``iters`` times; raise at the first difference.
 
@@ -133,6 +136,8 @@ def check_equivalent(
         rtol, atol: tolerances for floating values; default per dtype as in
             ``torch.testing.assert_close``.
         seed: base of the per-iteration RNG seeds (iteration k uses seed + k).
+        compiled_autograd: run the compiled side's backward under compiled
+            autograd (traced by the autograd engine, compiled with ``backend``).
 
     Returns:
         A :class:`CheckReport` of what ran.
@@ -156,6 +161,7 @@ def check_equivalent(
         backward=backward,
         tolerance=Tolerance(rtol, atol),
         seed=seed,
+        compiled_autograd=compiled_autograd,
     )
     return run_check(fn, args, fresh_args, settings)
 
@@ -215,9 +221,10 @@ def _iterate(
                     raise InvalidProgram(k, eager.phase, eager.error)
                 if k == 1:
                     tensor_outputs = sum(isinstance(o, TensorSnapshot) for o in eager.outputs)
-                compiled, compiled_raw = _run_side(
-                    compiled_fn, sides[1], spec, names, k, settings, ops, True
-                )
+                with _autograd_engine(settings):
+                    compiled, compiled_raw = _run_side(
+                        compiled_fn, sides[1], spec, names, k, settings, ops, True
+                    )
                 difference = compare_iteration(eager, compiled, k, settings.tolerance)
                 if difference is not None:
                     raise EquivalenceError(difference, _context(settings, device))
@@ -346,9 +353,9 @@ def check_source(
     """Check a rendered program: the source defines ``program`` and ``inputs(k)``.
 
     Optional names in the source: ``advance(k, args, outputs)``, ``FRESH_INPUTS``
-    (call ``inputs(k)`` every iteration instead of reusing ``inputs(1)``) and
-    ``ITERS``. The source is the only thing executed, so what is checked is
-    exactly what a repro file holds.
+    (call ``inputs(k)`` every iteration instead of reusing ``inputs(1)``),
+    ``ITERS`` and ``COMPILED_AUTOGRAD``. The source is the only thing
+    executed, so what is checked is exactly what a repro file holds.
     """
     namespace = load_source(source, filename)
     iters = iters if iters is not None else int(namespace.get("ITERS", 5))
@@ -359,6 +366,7 @@ def check_source(
         device=resolved_device,
         tolerance=Tolerance(rtol, atol),
         seed=seed,
+        compiled_autograd=bool(namespace.get("COMPILED_AUTOGRAD", False)),
     )
     inputs = namespace["inputs"]
     fresh = bool(namespace.get("FRESH_INPUTS", False))
@@ -415,6 +423,19 @@ def _check_retained(
             if found is not None:
                 return found.located(k, place, kind=STALE_OUTPUT), overwritten
     return None, overwritten
+
+
+def _autograd_engine(settings: CheckSettings) -> AbstractContextManager[Any]:
+    """Compiled autograd around the compiled side's call and backward, when asked for.
+
+    The backward graph is then traced by the autograd engine and compiled
+    with the same backend, instead of AOTAutograd's local backward alone.
+    """
+    if not settings.compiled_autograd:
+        return contextlib.nullcontext()
+    from torch._dynamo import compiled_autograd
+
+    return compiled_autograd._enable(settings.backend.compile)
 
 
 def _comparable_inductor() -> AbstractContextManager[Any]:

@@ -121,6 +121,8 @@ def _programs(
     feedback = _feedback(outputs, variables, inputs) if schedule == "feedback" else None
     if schedule == "feedback" and feedback is None:
         schedule = "persistent"
+    # Compiled autograd is an option of the run, drawn where backward is.
+    compiled_autograd = family in ("autograd", "mixed") and draw(st.integers(0, 3)) == 3
     return Program(
         family=family,
         inputs=inputs,
@@ -129,6 +131,7 @@ def _programs(
         schedule=schedule,
         iters=iters,
         feedback=feedback,
+        compiled_autograd=compiled_autograd,
         features=frozenset({f"family:{family}", *features}),
     )
 

@@ -82,6 +82,7 @@ class Program:
     schedule: str = "persistent"
     iters: int = 5
     feedback: tuple[int, int] | None = None  # (output index, argument index)
+    compiled_autograd: bool = False  # the compiled side's backward runs under compiled autograd
     features: frozenset[str] = field(default_factory=frozenset)
 
     def __repr__(self) -> str:
@@ -104,6 +105,8 @@ class Program:
         """Every coverage key: ops, input facts, schedule, output facts."""
         found = set(self.features)
         found.add(f"schedule:{self.schedule}")
+        if self.compiled_autograd:
+            found.add("compiled_autograd")
         for spec in self.inputs:
             found |= spec.features()
         for statement in self.statements:
@@ -173,6 +176,7 @@ class Program:
             "",
             f"FRESH_INPUTS = {self.schedule in ('fresh', 'dynamic')}",
             f"ITERS = {self.iters}",
+            *(["COMPILED_AUTOGRAD = True"] if self.compiled_autograd else []),
             "",
         ]
         return "\n".join(parts)

@@ -119,6 +119,25 @@ def test_backward_false_compares_no_gradients() -> None:
     check_equivalent(case.program, fresh_args=case.fresh, backend=case.backend, backward=False)
 
 
+def test_compiled_autograd_traces_the_backward_as_a_graph_of_its_own() -> None:
+    def hooked(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        y = (x * w).sin()
+        y.register_hook(lambda grad: grad * 2)
+        return y
+
+    def run(compiled_autograd: bool) -> int:
+        return check_equivalent(
+            hooked,
+            torch.randn(3),
+            torch.randn(3, requires_grad=True),
+            backend="aot_eager",
+            compiled_autograd=compiled_autograd,
+        ).compiles
+
+    # compiled autograd adds the graphs it traces from the autograd engine
+    assert run(True) > run(False)
+
+
 def test_random_programs_see_the_same_stream_on_both_sides() -> None:
     def noisy(x: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.dropout(x, 0.5) + torch.rand_like(x)

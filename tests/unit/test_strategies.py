@@ -54,6 +54,7 @@ def test_every_op_and_family_is_drawn(sample: list[Program]) -> None:
         "dtype:bool",
         *(f"schedule:{name}" for name in ("persistent", "fresh", "param_update", "feedback")),
         "schedule:dynamic",
+        "compiled_autograd",
     ],
 )
 def test_hazard_features_are_drawn(sample: list[Program], feature: str) -> None:
