@@ -254,6 +254,21 @@ def frozen_rng_and_lost_autograd(
 TWO_FAULTS = ReplayBackend("faulty_two_faults", frozen_rng_and_lost_autograd)
 
 
+def crash_by_arity(n: int, run: Callable[..., Any], args: Sequence[Any], state: dict) -> Any:
+    """Two independent replay crashes: one for one-argument graphs, one for the rest.
+
+    Nearly every program hits one of them, so a short campaign finds both.
+    """
+    if n > RECORD:
+        if len(args) == 1:
+            raise RuntimeError("replay of a one-argument graph crashed")
+        raise ValueError("replay of a many-argument graph crashed")
+    return run(*args)
+
+
+TWO_CRASHES = ReplayBackend("faulty_two_crashes", crash_by_arity)
+
+
 def crash_on_replay(n: int, run: Callable[..., Any], args: Sequence[Any], state: dict) -> Any:
     """Every replay raises: one signature whatever the program."""
     if n > RECORD:
@@ -267,6 +282,7 @@ _registered = set(torch._dynamo.list_backends(exclude_tags=()))
 for _name, _backend in [
     *((f"faulty_{case.name}", case.backend) for case in FAULTS),
     ("faulty_two_faults", TWO_FAULTS),
+    ("faulty_two_crashes", TWO_CRASHES),
     ("faulty_crash_on_replay", CRASH_ON_REPLAY),
 ]:
     if _name not in _registered:

@@ -27,17 +27,17 @@ def test_one_run_reports_two_independent_faults_each_with_a_repro(
         pytester,
         "-p",
         "cgraph_doubles.faults",
-        "--cgraph-backend=faulty_two_faults",  # frozen random stream + outputs detached
-        "--cgraph-families=rng",
+        "--cgraph-backend=faulty_two_crashes",  # one per graph arity
+        "--cgraph-families=mixed",
         "--cgraph-examples=40",
         "--cgraph-seed=5",
     )
     result.assert_outcomes(failed=1)
-    kinds = {failure["kind"] for failure in report["failures"]}
-    assert {"metadata", "value"} <= kinds, result.stdout.str()
+    errors = {failure["signature"].rsplit("-", 1)[-1] for failure in report["failures"]}
+    assert {"RuntimeError", "ValueError"} <= errors, result.stdout.str()
     repros = list((pytester.path / "cgraph-repros").glob("*.py"))
     assert len(repros) == len(report["failures"]) >= 2
-    result.stdout.fnmatch_lines([f"*{len(repros)} new failure signature(s) in rng programs*"])
+    result.stdout.fnmatch_lines([f"*{len(repros)} new failure signature(s) in mixed programs*"])
     assert all(failure["hits"] >= 1 for failure in report["failures"])
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import subprocess
 import sys
 from pathlib import Path
@@ -51,19 +50,24 @@ def test_a_foreign_file_is_never_overwritten(tmp_path: Path) -> None:
     assert (tmp_path / "value-output_0.py").read_text() == "# my own notes\n"
 
 
-def _race(directory: str, size: int) -> None:
-    for _ in range(20):
-        write_repro(Path(directory), "crash-compiled_call", text(size), size)
+RACE = """
+import sys
+from pathlib import Path
+from pytest_cgraph.repro import MARKER_LINE, write_repro
+
+directory, size = Path(sys.argv[1]), int(sys.argv[2])
+text = f"{MARKER_LINE}\\n# size: {size}\\nprint('repro of size {size}')\\n"
+for _ in range(20):
+    write_repro(directory, "crash-compiled_call", text, size)
+"""
 
 
 def test_two_workers_writing_one_signature_leave_one_valid_file(tmp_path: Path) -> None:
-    context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_race, args=(str(tmp_path), size)) for size in (200, 150)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(60)
-    assert [worker.exitcode for worker in workers] == [0, 0]
+    workers = [
+        subprocess.Popen([sys.executable, "-c", RACE, str(tmp_path), str(size)])
+        for size in (200, 150)
+    ]
+    assert [worker.wait(120) for worker in workers] == [0, 0]
     files = sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("."))
     assert files == ["crash-compiled_call.py"]
     assert (tmp_path / "crash-compiled_call.py").read_text() == text(150)
