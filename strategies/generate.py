@@ -104,6 +104,9 @@ def _programs(
 ) -> Program:
     family = draw(st.sampled_from(families))
     schedule = _draw_schedule(draw, family)
+    # Compiled autograd is an option of the run, drawn where backward is, and
+    # drawn early: a draw after the statements would hamper their deletion.
+    compiled_autograd = family in ("autograd", "mixed") and draw(st.integers(0, 3)) == 3
     inputs = draw(_input_specs(family, max_inputs, schedule))
     draft = Program(family, inputs, (), (inputs[0].name,), schedule, iters)
     namespace: dict[str, Any] = {"torch": torch}
@@ -121,8 +124,6 @@ def _programs(
     feedback = _feedback(outputs, variables, inputs) if schedule == "feedback" else None
     if schedule == "feedback" and feedback is None:
         schedule = "persistent"
-    # Compiled autograd is an option of the run, drawn where backward is.
-    compiled_autograd = family in ("autograd", "mixed") and draw(st.integers(0, 3)) == 3
     return Program(
         family=family,
         inputs=inputs,
