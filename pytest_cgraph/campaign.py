@@ -191,9 +191,23 @@ def make_items(session: pytest.Session, options: CgraphOptions, seed: int) -> li
 
 
 def plugin_modules(config: pytest.Config) -> tuple[str, ...]:
-    """Modules loaded with ``-p``: a backend they register must be registered in a repro too."""
-    names = getattr(config.option, "plugins", None) or []
-    return tuple(name for name in names if not name.startswith("no:"))
+    """Modules loaded with ``-p``: a backend they register must be registered in a repro too.
+
+    Only names importable as modules (``-p pytester`` names pytest's own
+    ``_pytest.pytester``, which a repro must not import).
+    """
+    import importlib.util
+
+    found = []
+    for name in getattr(config.option, "plugins", None) or []:
+        if name.startswith("no:"):
+            continue
+        try:
+            if importlib.util.find_spec(name) is not None:
+                found.append(name)
+        except (ImportError, ValueError):
+            continue
+    return tuple(found)
 
 
 def run_round(item: CampaignItem, stats: RunStats, hunt: Hunt, round_number: int) -> None:
