@@ -146,6 +146,19 @@ def inputs(k):
 """
 )
 
+# A gradient hook registered on a view of a leaf inside the compiled region
+# is dropped: eager doubles the leaf's gradient, compiled does not.
+HOOK_ON_VIEW_OF_LEAF = HEADER + """\
+def program(a0):
+    v0 = a0.t()
+    v0.register_hook(lambda grad: grad * 2)
+    return (v0,)
+
+
+def inputs(k):
+    return (torch.ones(1, requires_grad=True),)
+"""
+
 CASES = [
     pytest.param(FILL_EXPANDED_INPUT, "crash", id="fill_expanded_input"),
     pytest.param(DETACH_BASE_OF_RETURNED_VIEW, "crash", id="detach_base_of_returned_view"),
@@ -153,6 +166,7 @@ CASES = [
     pytest.param(TO_NOOP_IDENTITY, "aliasing", id="to_noop_identity"),
     pytest.param(SET_VIEW_ONTO_ITSELF_THEN_WRITE, "crash", id="set_view_onto_itself_then_write"),
     pytest.param(SET_CLONE_ONTO_INPUT_IDENTITY, "aliasing", id="set_clone_onto_input_identity"),
+    pytest.param(HOOK_ON_VIEW_OF_LEAF, "grad", id="hook_on_view_of_leaf"),
 ]
 
 CUDAGRAPHS_ONLY = [
