@@ -244,7 +244,7 @@ def skip_reason(message: str) -> str:
     first = first.split(". Found from")[0]
     while first.startswith("skipping cudagraphs due to "):
         first = first[len("skipping cudagraphs due to ") :]
-    first = re.sub(r"\s*\([^)]*\)\s*$", "", first).strip().rstrip(".")
+    first = re.sub(r"\s*\([^)]*\)\s*$", "", first).strip().rstrip(".:")
     return first or "unknown"
 
 

@@ -80,8 +80,17 @@ class Difference:
 
     @property
     def signature(self) -> str:
-        """Kind + place + exception type: equal for failures that are the same bug."""
-        parts = [self.kind, self.place]
+        """Kind + place + exception type: equal for failures that are the same bug.
+
+        The place is taken without indices and argument names (``output #2``
+        is ``output``, ``argument a1`` is ``argument``, ``grad of p0`` is
+        ``grad``): one broken replay path shows in whichever output or
+        argument a program happens to have, and must not count as many bugs.
+        """
+        place = re.sub(r"\bargument [^\s,)]+", "argument", self.place)
+        place = re.sub(r"\bgrad of [^\s,)]+", "grad", place)
+        place = re.sub(r"#?\d+", "", place)
+        parts = [self.kind, place]
         if self.exception_type:
             parts.append(self.exception_type)
         return "-".join(re.sub(r"[^A-Za-z0-9]+", "_", p).strip("_") for p in parts)

@@ -59,4 +59,14 @@ def test_output_strides_are_not_judged() -> None:
 def test_signature_is_kind_place_and_exception() -> None:
     crash = Difference("crash", 3, "compiled call", exception_type="RuntimeError")
     assert crash.signature == "crash-compiled_call-RuntimeError"
-    assert Difference("grad", 2, "grad of x").signature == "grad-grad_of_x"
+    assert Difference("grad", 2, "grad of x").signature == "grad-grad"
+    # indices and argument names do not split one bug into many
+    assert Difference("value", 3, "output #2").signature == "value-output"
+    assert (
+        Difference("value", 3, "output #0 (argument a1)").signature
+        == Difference("value", 4, "output #1 (argument b0)").signature
+        == "value-output_argument"
+    )
+    assert Difference("mutation", 3, "argument pair[1]").signature == "mutation-argument"
+    stale = Difference("stale output", 2, "output #0 of iteration 2, re-read after iteration 5")
+    assert stale.signature == "stale_output-output_of_iteration_re_read_after_iteration"

@@ -148,7 +148,9 @@ def inputs(k):
 
 # A gradient hook registered on a view of a leaf inside the compiled region
 # is dropped: eager doubles the leaf's gradient, compiled does not.
-HOOK_ON_VIEW_OF_LEAF = HEADER + """\
+HOOK_ON_VIEW_OF_LEAF = (
+    HEADER
+    + """\
 def program(a0):
     v0 = a0.t()
     v0.register_hook(lambda grad: grad * 2)
@@ -158,6 +160,7 @@ def program(a0):
 def inputs(k):
     return (torch.ones(1, requires_grad=True),)
 """
+)
 
 CASES = [
     pytest.param(FILL_EXPANDED_INPUT, "crash", id="fill_expanded_input"),
