@@ -163,10 +163,6 @@ def _needs_grad(var: Var) -> bool:
     return var.tensor is not None and var.tensor.requires_grad
 
 
-def _needs_grad_non_leaf(var: Var) -> bool:
-    return var.tensor is not None and var.tensor.requires_grad and not var.tensor.is_leaf
-
-
 def _leaf_with_grad(var: Var) -> bool:
     return var.tensor is not None and var.tensor.is_leaf and var.tensor.requires_grad
 
@@ -392,6 +388,12 @@ def _no_grad_block(ctx: Context) -> tuple[list[str], bool]:
 
 
 def _hook(ctx: Context) -> tuple[list[str], bool]:
+    if ctx.t.is_leaf:
+        # Hooks go on intermediates: take one step away from the leaf first.
+        return [
+            f"{ctx.new_name} = {ctx.x} * 1",
+            f"{ctx.new_name}.register_hook(lambda grad: grad * 2)",
+        ], True
     return [f"{ctx.x}.register_hook(lambda grad: grad * 2)"], False
 
 
@@ -485,10 +487,11 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("autograd.grad", "autograd", AUTOGRAD, _needs_grad, _autograd_grad),
     OpSpec("detach", "autograd", AUTOGRAD, _tensor, _detach),
     OpSpec("no_grad", "autograd", AUTOGRAD, _floating, _no_grad_block),
-    # Hooks go on intermediates only: registering one on a leaf whose data a
-    # detached alias had just changed crashed torch 2.13 (SIGSEGV, in eager,
-    # while drawing during a campaign's shrink); not yet reduced to a repro.
-    OpSpec("register_hook", "autograd", AUTOGRAD, _needs_grad_non_leaf, _hook),
+    # Hooks go on intermediates only (the builder steps off a leaf first):
+    # registering one on a leaf whose data a detached alias had just changed
+    # crashed torch 2.13 (SIGSEGV, in eager, while drawing during a
+    # campaign's shrink); not yet reduced to a standalone repro.
+    OpSpec("register_hook", "autograd", AUTOGRAD, _needs_grad, _hook),
     OpSpec("read_grad", "autograd", AUTOGRAD, _leaf_with_grad, _read_grad),
     OpSpec("zero_grad", "autograd", AUTOGRAD, _leaf_with_grad, _zero_grad),
     OpSpec("rand_like", "rng", RNG, _floating, _assign("{x} + torch.rand_like({x})")),

@@ -162,6 +162,23 @@ def inputs(k):
 """
 )
 
+# The cudagraphs backend gives a leaf that was only mutated under no_grad
+# (and feeds no output) a zero gradient; eager leaves its .grad None.
+# aot_eager agrees with eager: specific to the CUDA-graph backend's path.
+NO_GRAD_MUTATED_LEAF_GETS_ZERO_GRAD = (
+    HEADER
+    + """\
+def program(a0, p1):
+    with torch.no_grad():
+        a0.mul_(0.9)
+    return (p1 * 2,)
+
+
+def inputs(k):
+    return (torch.ones(2, requires_grad=True), torch.nn.Parameter(torch.ones(2)))
+"""
+)
+
 CASES = [
     pytest.param(FILL_EXPANDED_INPUT, "crash", id="fill_expanded_input"),
     pytest.param(DETACH_BASE_OF_RETURNED_VIEW, "crash", id="detach_base_of_returned_view"),
@@ -173,6 +190,7 @@ CASES = [
 ]
 
 CUDAGRAPHS_ONLY = [
+    pytest.param(NO_GRAD_MUTATED_LEAF_GETS_ZERO_GRAD, "grad", id="no_grad_mutated_leaf_zero_grad"),
     pytest.param(
         PARTITIONER_DROPOUT_WITH_FALLBACK_RANDOM, "crash", id="partitioner_dropout_fallback_random"
     ),
