@@ -199,12 +199,8 @@ def reset_compiler_state() -> None:
 def captured_graph_count(backend: Backend) -> int:
     """Graphs really captured so far by ``backend``, from the trees' own records.
 
-    A compiler callable may report its own count through a
-    ``captured_graphs()`` method; nothing else is ever counted as captured.
+    Only CUDA-graph trees are asked; nothing a backend says of itself counts.
     """
-    own = getattr(backend.compiler, "captured_graphs", None)
-    if callable(own):
-        return int(own())
     if not backend.uses_cudagraphs or not torch.cuda.is_available():
         return 0
     from torch._inductor import cudagraph_trees

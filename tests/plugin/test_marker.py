@@ -6,6 +6,17 @@ import pytest
 
 pytest_plugins = "pytester"
 
+# --cgraph with the campaign cut to one deselected item: only the marked tests run.
+CHECKED_WITHOUT_CAMPAIGN = (
+    "--cgraph",
+    "--cgraph-families=views",
+    "--cgraph-examples=1",
+    "-p",
+    "no:cacheprovider",
+    "-k",
+    "not views",
+)
+
 MARKED = """
 import pytest
 import torch
@@ -81,13 +92,7 @@ def test_marked_tests_are_checked_with_cgraph(
 ) -> None:
     pytester.makepyfile(MARKED)
     result = pytester.runpytest_subprocess(
-        "--cgraph",
-        "--cgraph-families=views",
-        "--cgraph-examples=1",
-        "-p",
-        "no:cacheprovider",
-        "-k",
-        "not views",
+        *CHECKED_WITHOUT_CAMPAIGN,
         *workers,
     )
     outcomes = result.parseoutcomes()  # xdist does not report deselected items
@@ -101,13 +106,7 @@ def test_marked_tests_are_checked_with_cgraph(
 def test_bad_marked_tests_say_what_is_wrong_in_one_line(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(BAD)
     result = pytester.runpytest_subprocess(
-        "--cgraph",
-        "--cgraph-families=views",
-        "--cgraph-examples=1",
-        "-p",
-        "no:cacheprovider",
-        "-k",
-        "not views",
+        *CHECKED_WITHOUT_CAMPAIGN,
     )
     result.assert_outcomes(failed=3, errors=2, deselected=1)
     result.stdout.fnmatch_lines_random(
