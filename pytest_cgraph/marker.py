@@ -12,12 +12,16 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_cgraph.options import CgraphOptions
-from pytest_cgraph.stats import RunStats
+from pytest_cgraph.stats import Failure, RunStats
+
+if TYPE_CHECKING:
+    from pytest_cgraph.errors import EquivalenceError
 
 MARKER = "cgraph_equivalent"
 MARKER_HELP = (
@@ -62,6 +66,18 @@ def _reject(item: pytest.Item, problem: str) -> None:
     pytest.fail(f"{item.nodeid}: @pytest.mark.{MARKER}: {problem}", pytrace=False)
 
 
+@dataclass
+class MarkedFailure:
+    """A difference found in one call of a marked test: what a repro needs."""
+
+    error: EquivalenceError
+    function: Callable[..., Any]
+    names: list[str]
+    values: list[Any]
+    backend: str | Callable[..., Any]
+    iters: int
+
+
 def run_marked(
     pyfuncitem: pytest.Function,
     settings: dict[str, Any],
@@ -69,25 +85,114 @@ def run_marked(
     device: str,
     stats: RunStats,
 ) -> None:
-    """Run a marked test: checked against compile with ``--cgraph``, else once, eagerly."""
+    """Run a marked test: checked against compile with ``--cgraph``, else once, eagerly.
+
+    A difference fails the test; its last failing call (under ``@given``,
+    the shrunk example Hypothesis replays last) becomes a repro file.
+    """
     testfunction = pyfuncitem.obj
     names = list(pyfuncitem._fixtureinfo.argnames)
     funcargs = {name: pyfuncitem.funcargs[name] for name in names}
     hypothesis = getattr(testfunction, "hypothesis", None)
-    if hypothesis is not None and hasattr(hypothesis, "inner_test"):
-        _wrap_hypothesis_inner(hypothesis, pyfuncitem.nodeid, settings, options, device, stats)
-        testfunction(**funcargs)
-        return
-    check_program(
-        pyfuncitem.nodeid,
-        testfunction,
-        names,
-        [funcargs[n] for n in names],
-        settings,
-        options,
-        device,
-        stats,
+    failures: list[MarkedFailure] = []
+    try:
+        if hypothesis is not None and hasattr(hypothesis, "inner_test"):
+            _wrap_hypothesis_inner(
+                hypothesis, pyfuncitem.nodeid, settings, options, device, stats, failures
+            )
+            testfunction(**funcargs)
+        else:
+            check_program(
+                pyfuncitem.nodeid,
+                testfunction,
+                names,
+                [funcargs[n] for n in names],
+                settings,
+                options,
+                device,
+                stats,
+                failures,
+            )
+    except BaseException:
+        if failures:
+            _record_failure(pyfuncitem, failures[-1], settings, options, device, stats)
+        raise
+
+
+def _record_failure(
+    item: pytest.Function,
+    failure: MarkedFailure,
+    settings: dict[str, Any],
+    options: CgraphOptions,
+    device: str,
+    stats: RunStats,
+) -> None:
+    """Write the failing call's repro (when it can be written inline) and note it."""
+    from pytest_cgraph.campaign import plugin_modules
+    from pytest_cgraph.repro import Finding, make_repro
+    from pytest_cgraph.standalone import NotInlinable, program_source
+
+    difference = failure.error.difference
+    path = layer = None
+    try:
+        backend = _backend_name(failure.backend)
+        source, size = program_source(
+            failure.function,
+            failure.names,
+            failure.values,
+            failure.iters,
+            rtol=settings.get("rtol"),
+            atol=settings.get("atol"),
+        )
+    except NotInlinable as reason:
+        line = f"no repro file (not written inline): {reason}"
+    else:
+        finding = Finding(
+            source=source,
+            difference=difference,
+            backend=backend,
+            device=device,
+            iters=failure.iters,
+            family="marker",
+            size=size,
+            nodeid=item.nodeid,
+            setup_modules=plugin_modules(item.config),
+            replay=f"pytest --cgraph '{item.nodeid}'",
+        )
+        outcome = make_repro(finding, options.repro_dir)
+        path, layer = outcome.path, outcome.layer
+        line = (
+            f"repro ({outcome.status}): {path} -- first diverging layer: "
+            f"{layer or 'only the backend under test'}"
+            if path is not None
+            else f"no repro file ({outcome.status}): {outcome.detail}"
+        )
+    failure.error.add_note(f"cgraph {line}")
+    stats.failures.append(
+        Failure(
+            signature=difference.signature,
+            kind=difference.kind,
+            family="marker",
+            iteration=difference.iteration,
+            place=difference.place,
+            repro=str(path) if path is not None else None,
+            nodeid=item.nodeid,
+            layer=layer,
+        )
     )
+
+
+def _backend_name(backend: str | Callable[..., Any]) -> str:
+    """A backend as a repro names it: its name, or ``module:attr`` for a compiler."""
+    from pytest_cgraph.standalone import NotInlinable
+
+    if isinstance(backend, str):
+        return backend
+    module = getattr(backend, "__module__", None)
+    qualname = getattr(backend, "__qualname__", "")
+    if module and qualname and "." not in qualname and "<" not in qualname:
+        return f"{module}:{qualname}"
+    raise NotInlinable(f"the backend {backend!r} has no importable name (use module:attr)")
 
 
 def _wrap_hypothesis_inner(
@@ -97,6 +202,7 @@ def _wrap_hypothesis_inner(
     options: CgraphOptions,
     device: str,
     stats: RunStats,
+    failures: list[MarkedFailure],
 ) -> None:
     """Make each example Hypothesis draws the program (``inner_test`` is its plugin hook)."""
     inner = getattr(hypothesis.inner_test, "_cgraph_original", hypothesis.inner_test)
@@ -112,8 +218,10 @@ def _wrap_hypothesis_inner(
             options,
             device,
             stats,
+            failures,
         )
 
+    functools.update_wrapper(checked, inner)  # Hypothesis names the test after it
     checked._cgraph_original = inner  # type: ignore[attr-defined]
     hypothesis.inner_test = checked
 
@@ -127,6 +235,7 @@ def check_program(
     options: CgraphOptions,
     device: str,
     stats: RunStats,
+    failures: list[MarkedFailure],
 ) -> None:
     """One check of a marked test's function on one set of arguments."""
     import torch
@@ -144,16 +253,18 @@ def check_program(
             _no_tensors(nodeid, result)
         return
 
-    from pytest_cgraph.errors import InvalidProgram
+    from pytest_cgraph.errors import EquivalenceError, InvalidProgram
     from pytest_cgraph.runner import check_equivalent
 
     stats.count_program("marker", set())
+    iters = settings.get("iters") or options.iters
+    backend = settings.get("backend") or options.backend
     try:
         report = check_equivalent(
             program,
             *values,
-            iters=settings.get("iters") or options.iters,
-            backend=settings.get("backend") or options.backend,
+            iters=iters,
+            backend=backend,
             device=device,
             rtol=settings.get("rtol"),
             atol=settings.get("atol"),
@@ -161,6 +272,10 @@ def check_program(
     except InvalidProgram as invalid:
         # The user's own test raised eagerly: that is its failure, as is.
         raise invalid.cause from None
+    except EquivalenceError as error:
+        # The arguments are the caller's, untouched: the check cloned them.
+        failures.append(MarkedFailure(error, function, names, values, backend, iters))
+        raise
     stats.count_report(report.compiles, report.graphs_captured, report.skip_reasons)
     if report.tensor_outputs == 0:
         _no_tensors(nodeid, None)

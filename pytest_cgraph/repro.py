@@ -52,6 +52,8 @@ class Finding:
     #: Modules to import before compiling: those that register the backend
     #: (the ``-p`` plugins of the run that found it).
     setup_modules: tuple[str, ...] = ()
+    #: How to replay the failure, when not a campaign's (seed, family).
+    replay: str | None = None
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,7 @@ def render(finding: Finding, layer: str | None, cudagraph_specific: bool) -> str
         else "no GPU used"
     )
     plugins = "".join(f"-p {module} " for module in finding.setup_modules)
-    replay = (
+    replay = finding.replay or (
         f"pytest --cgraph {plugins}--cgraph-seed {finding.seed} --cgraph-backend "
         f"{finding.backend} -k {finding.family}"
         if finding.seed is not None
@@ -118,7 +120,7 @@ def render(finding: Finding, layer: str | None, cudagraph_specific: bool) -> str
         f"# backend: {finding.backend}; device: {finding.device}; iterations: {finding.iters}",
         f"# torch {torch.__version__}; {cuda}",
         f"# size: {finding.size}",
-        f"# found by: {finding.nodeid or 'a check'}; replay the Hypothesis case: {replay}",
+        f"# found by: {finding.nodeid or 'a check'}; replay: {replay}",
         "# run: python THIS_FILE [--backend NAME]  (exit 1 while the bug is there), "
         "or pytest THIS_FILE",
     ]
@@ -149,7 +151,7 @@ def check(backend=BACKEND):
         __import__(module)
     return reproduce(
         program, _on_device, globals().get("advance"), FRESH_INPUTS, ITERS, backend,
-        globals().get("COMPILED_AUTOGRAD", False),
+        globals().get("COMPILED_AUTOGRAD", False), globals().get("RTOL"), globals().get("ATOL"),
     )
 
 

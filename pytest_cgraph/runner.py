@@ -354,11 +354,14 @@ def check_source(
 
     Optional names in the source: ``advance(k, args, outputs)``, ``FRESH_INPUTS``
     (call ``inputs(k)`` every iteration instead of reusing ``inputs(1)``),
-    ``ITERS`` and ``COMPILED_AUTOGRAD``. The source is the only thing
-    executed, so what is checked is exactly what a repro file holds.
+    ``ITERS``, ``COMPILED_AUTOGRAD``, ``RTOL`` and ``ATOL`` (used when the
+    call gives none). The source is the only thing executed, so what is
+    checked is exactly what a repro file holds.
     """
     namespace = load_source(source, filename)
     iters = iters if iters is not None else int(namespace.get("ITERS", 5))
+    rtol = rtol if rtol is not None else namespace.get("RTOL")
+    atol = atol if atol is not None else namespace.get("ATOL")
     resolved_device = resolve_device(device)
     settings = CheckSettings(
         backend=resolve_backend(backend),

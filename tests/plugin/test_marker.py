@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 pytest_plugins = "pytester"
@@ -18,6 +20,8 @@ CHECKED_WITHOUT_CAMPAIGN = (
 )
 
 MARKED = """
+import sys
+
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
@@ -49,6 +53,8 @@ def test_with_given(scale):
 """
 
 BAD = """
+import sys
+
 import pytest
 import torch
 
@@ -121,3 +127,75 @@ def test_bad_marked_tests_say_what_is_wrong_in_one_line(pytester: pytest.Pyteste
             "*RuntimeError: shape '[[]3[]]' is invalid for input of size 2",
         ]
     )
+
+
+FAILING = """
+import sys
+
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+OFFSET = 6.0
+
+
+def shifted(x):
+    return torch.relu(x - OFFSET)
+
+
+@pytest.fixture
+def grid():
+    return torch.arange(12.0)[2:8].view(2, 3).t()
+
+
+@pytest.fixture
+def model():
+    return torch.nn.Linear(3, 1)
+
+
+@pytest.mark.cgraph_equivalent(backend="relu_accuracy_error_TESTING_ONLY")
+def test_fixture_argument(grid):
+    return shifted(grid).sum() + grid
+
+
+@pytest.mark.cgraph_equivalent(backend="relu_runtime_error_TESTING_ONLY")
+@settings(max_examples=5, deadline=None, database=None)
+@given(n=st.integers(1, 5))
+def test_given_argument(n):
+    return torch.relu(torch.arange(float(n)) - 3)
+
+
+@pytest.mark.cgraph_equivalent(backend="relu_accuracy_error_TESTING_ONLY")
+def test_module_argument(model):
+    return torch.relu(model(torch.ones(3)) - 9)
+"""
+
+
+def test_failing_marked_tests_leave_standalone_repros(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(FAILING)
+    result = pytester.runpytest_subprocess(*CHECKED_WITHOUT_CAMPAIGN, "--cgraph-repro-dir=repros")
+    result.assert_outcomes(failed=3, deselected=1)
+    output = result.stdout.str()
+    assert "cgraph repro (written): repros/value-output.py" in output, output
+    assert "no repro file (not written inline): argument 'model' is a Linear" in output
+    repros = sorted((pytester.path / "repros").glob("*.py"))
+    assert [path.name for path in repros] == [
+        "crash-compiled_call-AssertionError.py",
+        "value-output.py",
+    ]
+    crash, value = (path.read_text() for path in repros)
+    # The fixture's view keeps its layout; the Hypothesis case is the shrunk one.
+    assert "_storage0.as_strided((3, 2), (1, 3), 2)" in value and "OFFSET = 6.0" in value
+    assert "n = 1\n" in crash and "def _test_given_argument(n):" in crash
+    assert (
+        "replay: pytest --cgraph 'test_failing_marked_tests_leave_standalone_repros.py::" in crash
+    )
+    for path in repros:
+        imports = [line for line in path.read_text().splitlines() if "import " in line]
+        assert not any("pytest" in line or "hypothesis" in line for line in imports), imports
+        python = pytester.run(sys.executable, str(path))
+        assert python.ret == 1 and "REPRODUCED" in python.stdout.str(), python.stdout.str()
+        fixed = pytester.run(sys.executable, str(path), "--backend", "aot_eager")
+        assert fixed.ret == 0, fixed.stdout.str()
+    regression = pytester.runpytest_subprocess("repros", "-p", "no:cacheprovider")
+    regression.assert_outcomes(failed=2)

@@ -1,0 +1,151 @@
+"""A marked test written inline: its arguments and what its function names survive the trip."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from pytest_cgraph.runner import load_source
+from pytest_cgraph.standalone import INLINE_ELEMENTS, NotInlinable, program_source
+
+SCALE = 3.0
+DTYPE = torch.float64
+
+
+def scaled(x: torch.Tensor) -> torch.Tensor:
+    return F.relu(x) * SCALE
+
+
+class Affine(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.full((3,), 2.0))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return scaled(x) * self.weight
+
+
+def uses_the_module(x: torch.Tensor, n: int) -> torch.Tensor:
+    return Affine()(x.to(DTYPE).float()) + n + math.pi
+
+
+def returns_its_argument(x: torch.Tensor) -> torch.Tensor:
+    return x
+
+
+LOCK = functools.partial(print)  # not a literal, module, function or class
+
+
+def uses_an_object(x: torch.Tensor) -> torch.Tensor:
+    LOCK()
+    return x
+
+
+def arguments() -> tuple[list[str], list[object]]:
+    storage = torch.arange(12.0)
+    leaf = torch.tensor([1.0, float("nan"), -float("inf")], requires_grad=True)
+    with_grad = torch.ones(2, requires_grad=True)
+    with_grad.grad = torch.tensor([0.5, 0.25])
+    values: list[object] = [
+        torch.tensor(3, dtype=torch.int64),
+        storage[2:8].view(2, 3).t(),  # a transposed view at an offset
+        storage[1:4],  # shares the storage of the argument before
+        leaf,
+        leaf * 2,  # not a leaf
+        torch.nn.Parameter(torch.tensor([[1.0, 2.0]])),
+        with_grad,
+        torch.tensor([True, False]),
+        torch.zeros(2, 3)[:, :0],
+        4,
+        float("nan"),
+        torch.float16,
+        (1, "two", None),
+    ]
+    return [f"a{i}" for i in range(len(values))], values
+
+
+def test_arguments_are_rebuilt_with_layout_aliasing_and_autograd_state() -> None:
+    names, values = arguments()
+    source, size = program_source(returns_its_argument, names, values, iters=3)
+    namespace = load_source(source, "<standalone test>")
+    rebuilt = namespace["inputs"](1)
+    assert namespace["ITERS"] == 3 and namespace["FRESH_INPUTS"] is False
+    # 13 arguments + elements written: 1 + 12 (one storage for two views)
+    # + 3 + 3 + 2 + 2 + 2 + 6 (the empty slice's whole storage)
+    assert size == 13 + 31
+    for name, original, copy in zip(names, values, rebuilt, strict=True):
+        if not isinstance(original, torch.Tensor):
+            assert type(copy) is type(original), name
+            assert copy == original or (original != original and copy != copy), name
+            continue
+        assert type(copy) is type(original), name
+        assert (copy.dtype, copy.shape, copy.stride(), copy.storage_offset()) == (
+            original.dtype,
+            original.shape,
+            original.stride(),
+            original.storage_offset(),
+        ), name
+        assert (copy.requires_grad, copy.is_leaf) == (original.requires_grad, original.is_leaf)
+        torch.testing.assert_close(copy.detach(), original.detach(), equal_nan=True)
+        if original.is_leaf and original.grad is not None:
+            torch.testing.assert_close(copy.grad, original.grad)
+    # the two views of one storage still share it in the copy
+    assert rebuilt[1].untyped_storage().data_ptr() == rebuilt[2].untyped_storage().data_ptr()
+    assert rebuilt[0].untyped_storage().data_ptr() != rebuilt[1].untyped_storage().data_ptr()
+
+
+def test_what_the_function_names_is_carried_along() -> None:
+    x = torch.tensor([-1.0, 0.5, 2.0])
+    source, _ = program_source(uses_the_module, ["x", "n"], [x, 2], iters=5, rtol=0.1)
+    assert "import torch.nn.functional as F" in source
+    assert "import math" in source
+    assert "SCALE = 3.0" in source and "DTYPE = torch.float64" in source
+    assert "class Affine(torch.nn.Module):" in source and "def scaled(x" in source
+    assert "RTOL = 0.1" in source
+    # renamed so that pytest does not collect the copy from a repro file
+    assert "def uses_the_module(" in source
+    namespace = load_source(source, "<standalone test>")
+    torch.testing.assert_close(namespace["program"](*namespace["inputs"](1)), uses_the_module(x, 2))
+
+
+def test_a_test_function_is_renamed_so_pytest_does_not_collect_it() -> None:
+    def_line = "def test_something_else():"
+    namespace: dict[str, object] = {"torch": torch}
+    exec(f"{def_line}\n    return torch.ones(1)\n", namespace)
+    # Source of a function defined by exec is unavailable: refused, with why.
+    with pytest.raises(NotInlinable, match="source of test_something_else is not available"):
+        program_source(namespace["test_something_else"], [], [], iters=1)  # type: ignore[arg-type]
+    source, _ = program_source(test_doubling_is_exact, [], [], iters=1)
+    assert "def _test_doubling_is_exact" in source
+    assert "\ndef test_" not in source
+    namespace = load_source(source, "<standalone test>")
+    assert namespace["program"]() is None  # the copy runs (the test returns nothing)
+
+
+def test_doubling_is_exact() -> None:  # also the test function copied above
+    x = torch.arange(3.0)
+    assert torch.equal(x * 2, x + x)
+
+
+@pytest.mark.parametrize(
+    ("function", "values", "reason"),
+    [
+        (returns_its_argument, [torch.zeros(INLINE_ELEMENTS + 1)], "written inline up to"),
+        (returns_its_argument, [torch.nn.Linear(1, 1)], "argument 'x' is a Linear"),
+        (returns_its_argument, [object()], "argument 'x' is a object"),
+        (uses_an_object, [torch.ones(1)], "the test uses 'LOCK' \\(a partial\\)"),
+        (functools.partial(returns_its_argument, 1), [], "bound arguments"),
+        (Affine().forward, [torch.ones(3)], "test methods are not written inline"),
+        (lambda x: x, [torch.ones(1)], "a lambda is not written inline"),
+    ],
+    ids=["too-large", "module", "object", "global-object", "partial", "method", "lambda"],
+)
+def test_what_cannot_be_written_inline_is_refused_with_the_reason(
+    function: object, values: list[object], reason: str
+) -> None:
+    with pytest.raises(NotInlinable, match=reason):
+        program_source(function, ["x"][: len(values)], values, iters=1)  # type: ignore[arg-type]
