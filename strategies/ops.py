@@ -144,15 +144,28 @@ def _writable(predicate: Callable[[Var], bool]) -> Callable[[Var], bool]:
         return (
             predicate(var)
             and tensor is not None
-            and not (tensor.is_leaf and tensor.requires_grad)
+            and not _is_grad_leaf(tensor)
             and torch._debug_has_internal_overlap(tensor) != 1
         )
 
     return applies
 
 
+def _is_leaf(tensor: torch.Tensor) -> bool:
+    """``tensor.is_leaf``; a view torch has invalidated (an ``unbind`` output whose
+    base was written in place) raises on it, and counts as no leaf."""
+    try:
+        return tensor.is_leaf
+    except RuntimeError:
+        return False
+
+
+def _is_grad_leaf(tensor: torch.Tensor) -> bool:
+    return _is_leaf(tensor) and tensor.requires_grad
+
+
 def _not_grad_leaf(var: Var) -> bool:
-    return var.tensor is not None and not (var.tensor.is_leaf and var.tensor.requires_grad)
+    return var.tensor is not None and not _is_grad_leaf(var.tensor)
 
 
 def _matrix_or_less(var: Var) -> bool:
@@ -164,7 +177,7 @@ def _needs_grad(var: Var) -> bool:
 
 
 def _leaf_with_grad(var: Var) -> bool:
-    return var.tensor is not None and var.tensor.is_leaf and var.tensor.requires_grad
+    return var.tensor is not None and _is_grad_leaf(var.tensor)
 
 
 def _assign(expression: str) -> Builder:
@@ -388,7 +401,7 @@ def _no_grad_block(ctx: Context) -> tuple[list[str], bool]:
 
 
 def _hook(ctx: Context) -> tuple[list[str], bool]:
-    if ctx.t.is_leaf:
+    if _is_leaf(ctx.t):
         # Hooks go on intermediates: take one step away from the leaf first.
         return [
             f"{ctx.new_name} = {ctx.x} * 1",
