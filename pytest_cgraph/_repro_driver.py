@@ -5,6 +5,7 @@
 # outputs kept from every iteration re-read at the end. This text is copied
 # into every repro file, so a repro needs nothing but torch.
 
+import faulthandler
 import logging
 import sys
 import traceback
@@ -184,6 +185,7 @@ def reproduce(
 
 def main(default_backend, run):
     """``python FILE [--backend NAME]``: one line, exit 1 while the bug is there."""
+    faulthandler.enable()  # a crash of the process shows where it happened
     backend = default_backend
     if "--backend" in sys.argv:
         backend = sys.argv[sys.argv.index("--backend") + 1]

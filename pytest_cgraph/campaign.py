@@ -13,6 +13,7 @@ replays the same way whatever the number of xdist workers.
 
 from __future__ import annotations
 
+import os
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -24,7 +25,12 @@ from pytest_cgraph.options import CgraphOptions, session_device
 from pytest_cgraph.stats import Failure, RunStats
 
 if TYPE_CHECKING:
+    from pytest_cgraph.checkers import InProcessChecker, IsolatedChecker
     from pytest_cgraph.compare import Difference
+    from pytest_cgraph.guard import InFlightProgram
+
+#: The session's isolated child (``--cgraph-isolate``), shared by its items.
+ISOLATED_KEY = pytest.StashKey["IsolatedChecker"]()
 
 STATS_KEY = pytest.StashKey[RunStats]()
 
@@ -72,6 +78,37 @@ class CampaignItem(pytest.Item):
         self.options = options
         self.campaign_seed = seed
         self.add_marker("cgraph")
+        self.checker: InProcessChecker | IsolatedChecker
+
+    def inflight_program(self, source: str) -> InFlightProgram:
+        """The in-flight record of ``source``: what survives this process's death."""
+        from pytest_cgraph.guard import InFlightProgram
+
+        return InFlightProgram(
+            nodeid=self.nodeid,
+            family=self.family,
+            source=source,
+            backend=self.options.backend,
+            device=session_device(self.config),
+            iters=self.options.iters,
+            timeout=self.options.timeout,
+            setup_modules=plugin_modules(self.config),
+            pid=os.getpid(),
+            seed=self.campaign_seed,
+        )
+
+    def _make_checker(self) -> InProcessChecker | IsolatedChecker:
+        from pytest_cgraph.checkers import InProcessChecker, IsolatedChecker
+        from pytest_cgraph.guard import InFlight
+
+        if not self.options.isolate:
+            inflight = InFlight(self.options.repro_dir, self.nodeid)
+            return InProcessChecker(inflight, self.options.timeout)
+        if ISOLATED_KEY not in self.config.stash:
+            self.config.stash[ISOLATED_KEY] = IsolatedChecker(
+                plugin_modules(self.config), self.options.timeout
+            )
+        return self.config.stash[ISOLATED_KEY]
 
     @property
     def item_seed(self) -> int:
@@ -85,6 +122,7 @@ class CampaignItem(pytest.Item):
         started = time.perf_counter()
         hunt = Hunt(known=known_signatures(self.options.repro_dir))
         found: list[tuple[ProgramFailure, str]] = []
+        self.checker = self._make_checker()
         try:
             for round_number in range(1, MAX_ROUNDS + 1):
                 hunt.first_failure = None
@@ -100,6 +138,8 @@ class CampaignItem(pytest.Item):
                     continue
                 break
         finally:
+            if not self.options.isolate:
+                self.checker.close()
             stats.seconds += time.perf_counter() - started
             stats.count_hits(hunt.hits, hunt.known, set(hunt.new))
         if found:
@@ -109,6 +149,24 @@ class CampaignItem(pytest.Item):
         """Write the repro of a shrunk failure and describe both for the summary."""
         from pytest_cgraph.repro import Finding, make_repro
 
+        replay = self._replay(failure)
+        if replay is not None:
+            record = Failure(
+                signature=failure.difference.signature,
+                kind=failure.difference.kind,
+                family=self.family,
+                iteration=failure.difference.iteration,
+                place=failure.difference.place,
+                nodeid=self.nodeid,
+                statements=failure.statements,
+                examples_to_failure=hunt.examples_to_failure,
+                flaky=replay,
+            )
+            return record, (
+                f"FLAKY: it failed once ({failure.difference.signature}), then the same "
+                f"program {replay} when replayed; no repro file is written for a failure "
+                "that does not reproduce (its program is above)"
+            )
         finding = Finding(
             source=failure.source,
             difference=failure.difference,
@@ -120,10 +178,13 @@ class CampaignItem(pytest.Item):
             nodeid=self.nodeid,
             seed=self.campaign_seed,
             setup_modules=plugin_modules(self.config),
+            timeout=self.options.timeout,
         )
         outcome = make_repro(finding, self.options.repro_dir)
         seconds = time.perf_counter() - hunt.first_failure if hunt.first_failure else None
-        if outcome.path is not None:
+        if outcome.path is not None and failure.difference.ends_process:
+            repro_line = f"repro ({outcome.status}): {outcome.path} -- {outcome.detail}"
+        elif outcome.path is not None:
             repro_line = (
                 f"repro ({outcome.status}): {outcome.path} -- first diverging layer: "
                 f"{outcome.layer or 'only the backend under test'}"
@@ -144,6 +205,27 @@ class CampaignItem(pytest.Item):
             seconds_to_repro=round(seconds, 2) if seconds is not None else None,
         )
         return record, repro_line
+
+    def _replay(self, failure: ProgramFailure) -> str | None:
+        """Check the shrunk program once more: how the replay went, if not the same failure.
+
+        A hang or a dead process is replayed by its repro's subprocess check.
+        """
+        if failure.difference.ends_process:
+            return None
+        outcome = self.checker.check(
+            failure.source,
+            self.options.backend,
+            session_device(self.config),
+            self.options.iters,
+            self.inflight_program(failure.source),
+        )
+        found = outcome.difference()
+        if found is None:
+            return "passed" if outcome.verdict == "pass" else f"was {outcome.verdict}"
+        if found[0].signature != failure.difference.signature:
+            return f"failed differently ({found[0].signature})"
+        return None
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, NewBugsFound):
@@ -215,12 +297,11 @@ def run_round(item: CampaignItem, stats: RunStats, hunt: Hunt, round_number: int
     from hypothesis import HealthCheck, Phase, given, reject, settings
     from hypothesis import seed as hypothesis_seed
 
-    from pytest_cgraph.errors import EquivalenceError, InvalidProgram
-    from pytest_cgraph.runner import check_source
     from pytest_cgraph.strategies import programs
 
     options = item.options
     device = session_device(item.config)
+    checker = item.checker
     # Shrinking re-checks many near-identical programs; each check compiles.
     # Outcomes are memoised by source, and once the shrink budget is spent
     # new candidates are rejected, so Hypothesis settles on the smallest
@@ -255,26 +336,26 @@ def run_round(item: CampaignItem, stats: RunStats, hunt: Hunt, round_number: int
     def check(program: Any, source: str) -> ProgramFailure | None:
         hunt.checked += 1
         stats.count_program(item.family, program.all_features())
-        try:
-            report = check_source(
-                source, backend=options.backend, device=device, iters=options.iters
-            )
-        except InvalidProgram as invalid:
-            stats.count_invalid(str(invalid).split(": ", 1)[-1])
+        outcome = checker.check(
+            source, options.backend, device, options.iters, item.inflight_program(source)
+        )
+        if outcome.verdict == "invalid":
+            stats.count_invalid(outcome.value)
             return None
-        except EquivalenceError as error:
-            if hunt.is_known(error.difference.signature, options.strict):
-                return None
-            return ProgramFailure(
-                error.difference,
-                str(error),
-                source,
-                item.family,
-                program.size(),
-                len(program.statements),
-            )
-        stats.count_report(report.compiles, report.graphs_captured, report.skip_reasons)
-        return None
+        if outcome.verdict == "pass":
+            report = outcome.value
+            stats.count_report(report.compiles, report.graphs_captured, report.skip_reasons)
+            return None
+        if outcome.verdict == "error":
+            raise RuntimeError(f"pytest-cgraph's check itself failed: {outcome.message}")
+        found = outcome.difference()
+        assert found is not None
+        difference, message = found
+        if hunt.is_known(difference.signature, options.strict):
+            return None
+        return ProgramFailure(
+            difference, message, source, item.family, program.size(), len(program.statements)
+        )
 
     # One database key per item: the same function serves every family.
     fuzz._hypothesis_internal_add_digest = item.nodeid.encode()  # type: ignore[attr-defined]

@@ -24,9 +24,10 @@ ALIASING = "aliasing"
 METADATA = "metadata"
 STALE_OUTPUT = "stale output"
 CRASH = "crash"
+TIMEOUT = "timeout"
 
 #: Every failure kind, for reports and validation.
-KINDS = (VALUE, MUTATION, GRAD, ALIASING, METADATA, STALE_OUTPUT, CRASH)
+KINDS = (VALUE, MUTATION, GRAD, ALIASING, METADATA, STALE_OUTPUT, CRASH, TIMEOUT)
 
 # torch.testing.assert_close's documented defaults, (rtol, atol) per dtype.
 # Integer and bool tensors compare exactly.
@@ -99,8 +100,15 @@ class Difference:
         """This difference, placed at ``iteration`` and ``place`` (and re-kinded)."""
         return dataclasses.replace(self, iteration=iteration, place=place, kind=kind or self.kind)
 
+    @property
+    def ends_process(self) -> bool:
+        """A hang or a dead process: re-running it here would hang or kill this process."""
+        return self.kind == TIMEOUT or (self.kind == CRASH and self.place == "process")
+
     def describe(self) -> str:
         """The message of :class:`~pytest_cgraph.EquivalenceError`."""
+        if self.iteration == 0:  # a hang or a dead process: no iteration is known
+            return f"{self.kind} of the {self.place}: {self.detail}"
         lines = [f"{self.kind} difference at iteration {self.iteration}, {self.place}"]
         if self.detail:
             lines.append(self.detail)

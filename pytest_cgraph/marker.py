@@ -254,21 +254,25 @@ def check_program(
         return
 
     from pytest_cgraph.errors import EquivalenceError, InvalidProgram
+    from pytest_cgraph.guard import ProgramTimeout, time_limit
     from pytest_cgraph.runner import check_equivalent
 
     stats.count_program("marker", set())
     iters = settings.get("iters") or options.iters
     backend = settings.get("backend") or options.backend
     try:
-        report = check_equivalent(
-            program,
-            *values,
-            iters=iters,
-            backend=backend,
-            device=device,
-            rtol=settings.get("rtol"),
-            atol=settings.get("atol"),
-        )
+        with time_limit(options.timeout):
+            report = check_equivalent(
+                program,
+                *values,
+                iters=iters,
+                backend=backend,
+                device=device,
+                rtol=settings.get("rtol"),
+                atol=settings.get("atol"),
+            )
+    except ProgramTimeout as timeout:
+        pytest.fail(f"{nodeid}: timeout: {timeout} (--cgraph-timeout)", pytrace=False)
     except InvalidProgram as invalid:
         # The user's own test raised eagerly: that is its failure, as is.
         raise invalid.cause from None

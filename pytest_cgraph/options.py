@@ -21,6 +21,7 @@ DEFAULT_DEVICE = "auto"
 DEFAULT_ITERS = 5
 DEFAULT_EXAMPLES = 100
 DEFAULT_REPRO_DIR = "cgraph-repros"
+DEFAULT_TIMEOUT = 120.0
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,19 @@ OPTIONS = (
         False,
         "bool",
     ),
+    Option(
+        "--cgraph-timeout",
+        "seconds one program may run before it is a timeout failure; 0 for no limit "
+        f"(default: {DEFAULT_TIMEOUT:g})",
+        DEFAULT_TIMEOUT,
+    ),
+    Option(
+        "--cgraph-isolate",
+        "check each program in a child process, so that a segfault or hang is a failure, "
+        "not the end of the run (for runs without pytest-xdist)",
+        False,
+        "bool",
+    ),
 )
 
 
@@ -131,6 +145,8 @@ class CgraphOptions:
     repro_dir: Path
     report: Path | None
     strict: bool = False
+    timeout: float = DEFAULT_TIMEOUT
+    isolate: bool = False
 
 
 OPTIONS_KEY = pytest.StashKey[CgraphOptions]()
@@ -173,6 +189,8 @@ def read_options(config: pytest.Config) -> CgraphOptions:
         repro_dir=Path(repro_dir or DEFAULT_REPRO_DIR),
         report=Path(report) if report else None,
         strict=bool(values["cgraph_strict"][0]),
+        timeout=_seconds(*text("cgraph_timeout"), "--cgraph-timeout"),
+        isolate=bool(values["cgraph_isolate"][0]),
     )
 
 
@@ -186,6 +204,19 @@ def _positive_int(value: str, where: str, flag: str) -> int:
     if number < 1:
         raise pytest.UsageError(f"{flag}: {number} from {where} must be 1 or more")
     return number
+
+
+def _seconds(value: str, where: str, flag: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise pytest.UsageError(
+            f"{flag}: {value!r} from {where} is not a number of seconds; give e.g. 120, or 0 "
+            "for no limit"
+        ) from None
+    if not seconds >= 0 or seconds == float("inf"):
+        raise pytest.UsageError(f"{flag}: {value} from {where} must be 0 or a positive number")
+    return seconds
 
 
 def _seed(value: str, where: str) -> int:

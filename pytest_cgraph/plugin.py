@@ -50,6 +50,7 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     options = read_options(config)
     if options.enabled:
         _check_backend_and_device(options)
+        _check_repro_dir(options.repro_dir)
 
 
 def _check_backend_and_device(options: CgraphOptions) -> None:
@@ -62,6 +63,30 @@ def _check_backend_and_device(options: CgraphOptions) -> None:
         resolve_device(options.device)
     except ConfigurationError as exc:
         raise pytest.UsageError(f"pytest-cgraph: {exc}") from None
+
+
+def _check_repro_dir(directory: Path) -> None:
+    """A campaign must be able to save what it finds: check before running anything.
+
+    The directory itself is made only when there is something to write.
+    """
+    import os
+
+    existing = directory.resolve()
+    while not existing.exists():
+        existing = existing.parent
+    problem = (
+        "is not a directory"
+        if not existing.is_dir()
+        else "is not writable"
+        if not os.access(existing, os.W_OK | os.X_OK)
+        else None
+    )
+    if problem:
+        raise pytest.UsageError(
+            f"--cgraph-repro-dir: {str(directory)!r} cannot be written ({existing} {problem}); "
+            "give a writable directory"
+        )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -81,7 +106,9 @@ def pytest_configure(config: pytest.Config) -> None:
         if config.pluginmanager.hasplugin("xdist"):
             from pytest_cgraph._xdist import XdistHooks
 
-            config.pluginmanager.register(XdistHooks(config.stash[SEED_KEY]), "cgraph-xdist")
+            config.pluginmanager.register(
+                XdistHooks(config, config.stash[SEED_KEY]), "cgraph-xdist"
+            )
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
@@ -113,8 +140,18 @@ def pytest_collection_modifyitems(
     if not options.enabled:
         return
     from pytest_cgraph.campaign import make_items
+    from pytest_cgraph.crashes import died_items
 
+    items.extend(died_items(session, options))
     items.extend(make_items(session, options, config.stash[SEED_KEY]))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from pytest_cgraph.campaign import ISOLATED_KEY
+
+    isolated = config.stash.get(ISOLATED_KEY, None)
+    if isolated is not None:
+        isolated.close()
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:

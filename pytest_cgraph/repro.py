@@ -54,6 +54,8 @@ class Finding:
     setup_modules: tuple[str, ...] = ()
     #: How to replay the failure, when not a campaign's (seed, family).
     replay: str | None = None
+    #: The time limit it ran under: a repro of a hang stops itself after it.
+    timeout: float | None = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,7 @@ def render(finding: Finding, layer: str | None, cudagraph_specific: bool) -> str
     program = _strip_header(finding.source)
     modules = list(dict.fromkeys([*finding.setup_modules, *_backend_module(finding.backend)]))
     driver = resources.files("pytest_cgraph").joinpath("_repro_driver.py").read_text()
+    timeout = finding.timeout if difference.kind == "timeout" else None
     test_name = "test_" + re.sub(r"\W", "_", signature_of(difference, layer)).lower()
     footer = f'''
 
@@ -134,6 +137,7 @@ def render(finding: Finding, layer: str | None, cudagraph_specific: bool) -> str
 BACKEND = {finding.backend!r}
 BACKEND_MODULES = {modules!r}  # imported first: they register the backend
 DEVICE = {finding.device!r}
+TIMEOUT = {timeout!r}  # seconds before a hang counts as reproduced (exit 1), or None
 
 
 def _on_device(k):
@@ -149,10 +153,15 @@ def check(backend=BACKEND):
     """The first difference between eager and compiled, or None."""
     for module in BACKEND_MODULES:
         __import__(module)
-    return reproduce(
-        program, _on_device, globals().get("advance"), FRESH_INPUTS, ITERS, backend,
-        globals().get("COMPILED_AUTOGRAD", False), globals().get("RTOL"), globals().get("ATOL"),
-    )
+    if TIMEOUT:
+        faulthandler.dump_traceback_later(TIMEOUT, exit=True)
+    try:
+        return reproduce(
+            program, _on_device, globals().get("advance"), FRESH_INPUTS, ITERS, backend,
+            globals().get("COMPILED_AUTOGRAD", False), globals().get("RTOL"), globals().get("ATOL"),
+        )
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 def {test_name}():
@@ -204,17 +213,61 @@ def reproduces(text: str, backend: str) -> str | None:
     return None if result is None else str(result)
 
 
+def reproduces_in_subprocess(text: str, finding: Finding) -> tuple[str | None, str]:
+    """Run the rendered file as ``python FILE``: (how it failed, or None; why not)."""
+    import subprocess
+    import sys
+
+    from pytest_cgraph.checkers import describe_exit
+
+    limit = (finding.timeout or 60.0) + 120.0  # its own limit, plus torch's import and compile
+    with tempfile.TemporaryDirectory(prefix="cgraph-verify-") as directory:
+        script = Path(directory) / "repro.py"
+        script.write_text(text)
+        environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, sys.path))}
+        try:
+            run = subprocess.run(
+                [sys.executable, str(script)],
+                capture_output=True,
+                text=True,
+                timeout=limit,
+                env=environment,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return f"python FILE still ran after {limit:g} s", ""
+    reproduced = [line for line in run.stdout.splitlines() if line.startswith("REPRODUCED")]
+    if reproduced:
+        return reproduced[-1], ""
+    if run.returncode < 0:  # killed by a signal: the crash itself
+        return f"python FILE {describe_exit(run.returncode)}", ""
+    if finding.difference.kind == "timeout" and "Timeout (" in run.stderr:
+        return f"python FILE hung past TIMEOUT = {finding.timeout:g} s", ""
+    last = (run.stderr.strip() or run.stdout.strip() or "(no output)").splitlines()[-1]
+    return None, f"python FILE {describe_exit(run.returncode)}: {last}"
+
+
 def make_repro(finding: Finding, directory: Path) -> ReproOutcome:
-    """Locate the layer, render, verify, and write (or keep the smaller) repro."""
-    layer, specific = locate_layer(finding)
-    text = render(finding, layer, specific)
-    try:
-        found = reproduces(text, finding.backend)
-    except Exception as error:
-        found = None
-        reason = f"the standalone check raised {type(error).__name__}: {error}"
+    """Locate the layer, render, verify, and write (or keep the smaller) repro.
+
+    A program that hangs or kills its process is neither located on the
+    ladder nor verified here (either would hang or kill this process): its
+    file is verified by running it in a subprocess.
+    """
+    if finding.difference.ends_process:
+        layer, specific = None, False
+        text = render(finding, layer, specific)
+        found, reason = reproduces_in_subprocess(text, finding)
     else:
-        reason = "the standalone driver saw eager and compiled agree"
+        layer, specific = locate_layer(finding)
+        text = render(finding, layer, specific)
+        try:
+            found = reproduces(text, finding.backend)
+        except Exception as error:
+            found = None
+            reason = f"the standalone check raised {type(error).__name__}: {error}"
+        else:
+            reason = "the standalone driver saw eager and compiled agree"
     if found is None:
         return ReproOutcome(None, "not reproducible", reason, layer, specific)
     name = signature_of(finding.difference, layer)
@@ -236,19 +289,27 @@ def write_repro(directory: Path, name: str, text: str, size: int) -> tuple[Path,
         suffix = 2
         while target.exists():
             existing = target.read_text(errors="replace")
-            if existing.startswith(MARKER_LINE):
-                old_size = _size_of(existing)
-                if old_size is not None and old_size <= size:
+            old_size = _size_of(existing) if existing.startswith(MARKER_LINE) else None
+            if old_size is not None:
+                if old_size <= size:
                     return target, "kept smaller"
                 break
-            # Not ours: never overwritten; ours goes beside it.
+            # Not ours, or ours but unreadable (no size): never overwritten;
+            # ours goes beside it.
             target = directory / f"{name}-{suffix}.py"
             suffix += 1
         handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
         with os.fdopen(handle, "w") as stream:
             stream.write(text)
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; a repro is shared
         os.replace(temporary, target)
     return target, "written"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 @contextmanager

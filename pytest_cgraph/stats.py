@@ -33,6 +33,8 @@ class Failure:
     statements: int | None = None
     examples_to_failure: int | None = None
     seconds_to_repro: float | None = None
+    #: How the replay of a failure that did not reproduce went ("passed", ...).
+    flaky: str | None = None
 
 
 @dataclass
@@ -182,6 +184,8 @@ def summary_lines(stats: RunStats, wall_seconds: float, known_ops: list[str]) ->
     for signature, found in sorted(by_signature.items()):
         first = found[0]
         where = first.repro or f"{first.nodeid} (no repro file)"
+        if first.flaky:
+            where = f"FLAKY (replay {first.flaky}), {first.nodeid}"
         lines.append(
             f"  {signature} ({first.kind}, {first.family}, iteration {first.iteration}, "
             f"{stats.hits.get(signature, len(found))} failing programs): {where}"

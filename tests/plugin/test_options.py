@@ -23,6 +23,9 @@ OPTIONS = (
     "--cgraph-families",
     "--cgraph-repro-dir",
     "--cgraph-report",
+    "--cgraph-strict",
+    "--cgraph-timeout",
+    "--cgraph-isolate",
 )
 
 TRIVIAL = """
@@ -90,6 +93,24 @@ def test_no_header_without_cgraph(pytester: pytest.Pytester) -> None:
             "ERROR: --cgraph-iters: 'many' from command line is not a whole number*",
         ),
         (["--cgraph-iters", "0"], "ERROR: --cgraph-iters: 0 from command line must be 1 or more"),
+        (["--cgraph-iters=-3"], "ERROR: --cgraph-iters: -3 from command line must be 1 or more"),
+        (
+            ["--cgraph-timeout", "soon"],
+            "ERROR: --cgraph-timeout: 'soon' from command line is not a number of seconds*",
+        ),
+        (
+            ["--cgraph-timeout=-1"],
+            "ERROR: --cgraph-timeout: -1 from command line must be 0 or a positive number",
+        ),
+        (
+            ["--cgraph-families", "views,loops"],
+            "ERROR: --cgraph-families: unknown 'loops' from command line; choose from *",
+        ),
+        (
+            ["--cgraph-repro-dir", "notes.txt/repros"],
+            "ERROR: --cgraph-repro-dir: 'notes.txt/repros' cannot be written (*notes.txt is not a "
+            "directory); give a writable directory",
+        ),
         (
             ["--cgraph-device", "tpu"],
             "ERROR: --cgraph-device: 'tpu' from command line is not auto, cpu, cuda or cuda:N",
@@ -100,9 +121,18 @@ def test_bad_values_are_one_line_usage_errors(
     pytester: pytest.Pytester, args: list[str], line: str
 ) -> None:
     pytester.makepyfile(TRIVIAL)
+    pytester.path.joinpath("notes.txt").write_text("a file, not a directory\n")
     result = pytester.runpytest("--cgraph", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([line])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_workers_without_xdist_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(TRIVIAL)
+    result = pytester.runpytest_subprocess("-p", "no:xdist", "--cgraph", "-n", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*error: unrecognized arguments: -n*"])
     assert "Traceback" not in result.stderr.str()
 
 

@@ -50,6 +50,15 @@ def test_a_foreign_file_is_never_overwritten(tmp_path: Path) -> None:
     assert (tmp_path / "value-output_0.py").read_text() == "# my own notes\n"
 
 
+def test_a_corrupted_repro_of_ours_is_kept_and_ours_goes_beside_it(tmp_path: Path) -> None:
+    corrupted = f"{MARKER_LINE}\n\x00\x17 truncated by a full disk".encode()
+    (tmp_path / "value-output_0.py").write_bytes(corrupted)
+    path, status = write_repro(tmp_path, "value-output_0", text(100), 100)
+    assert (path.name, status) == ("value-output_0-2.py", "written")
+    assert (tmp_path / "value-output_0.py").read_bytes() == corrupted
+    assert path.stat().st_mode & 0o044 == 0o044  # readable by others, unlike mkstemp's files
+
+
 RACE = """
 import sys
 from pathlib import Path

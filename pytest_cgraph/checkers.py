@@ -1,0 +1,195 @@
+"""Where a program is checked: here under a time limit, or in a child process that may die.
+
+Both checkers turn whatever a program does (pass, differ, raise eagerly,
+hang, kill its process) into an :class:`Outcome`; the campaign treats
+them alike.
+
+``InProcessChecker`` is the default: the soft time limit and the in-flight
+record of :mod:`pytest_cgraph.guard` contain what they can, and under
+pytest-xdist the controller survives a worker's death.
+
+``IsolatedChecker`` (``--cgraph-isolate``) is for runs without xdist: a
+child is forked from a forkserver that has imported torch
+once, so a new child costs a fork, not an ``import torch``. The child checks
+programs sent to it until one kills it (segfault, abort, ``os._exit``) or
+outlives the time limit, when it is killed; either way the program becomes
+a failure of this process, and the next program gets a fresh child.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import signal
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_cgraph.compare import Difference
+    from pytest_cgraph.guard import InFlight, InFlightProgram
+
+#: Imported by the forkserver once, before any child is forked from it.
+_PRELOAD = ["torch", "pytest_cgraph.runner"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one program in the child.
+
+    ``verdict`` is ``pass`` (``value`` is the CheckReport), ``invalid`` (the
+    reason), ``fail`` (the Difference; ``message`` is the error's text),
+    ``timeout`` or ``died`` (``message`` says how).
+    """
+
+    verdict: str
+    value: Any = None
+    message: str = ""
+
+    def difference(self) -> tuple[Difference, str] | None:
+        """The failure as a difference and its message; ``None`` unless it failed."""
+        from pytest_cgraph.compare import CRASH, TIMEOUT, Difference
+
+        if self.verdict == "fail":
+            return self.value, self.message
+        if self.verdict == "timeout":
+            found = Difference(TIMEOUT, 0, "program", detail=self.message)
+        elif self.verdict == "died":
+            cause = self.message.rsplit(" ", 1)[-1] if "killed by" in self.message else "exit"
+            found = Difference(CRASH, 0, "process", detail=self.message, exception_type=cause)
+        else:
+            return None
+        return found, found.describe()
+
+
+class InProcessChecker:
+    """Checks in this process: soft time limit, in-flight record, hard limit."""
+
+    def __init__(self, inflight: InFlight | None, timeout: float | None) -> None:
+        self.inflight = inflight
+        self.timeout = timeout
+
+    def check(
+        self, source: str, backend: str, device: str, iters: int, program: InFlightProgram
+    ) -> Outcome:
+        """Check ``source``; a hang becomes a ``timeout`` outcome."""
+        from pytest_cgraph.errors import EquivalenceError, InvalidProgram
+        from pytest_cgraph.guard import ProgramTimeout, time_limit
+        from pytest_cgraph.runner import check_source
+
+        if self.inflight is not None:
+            self.inflight.start(program)
+        try:
+            with time_limit(self.timeout):
+                report = check_source(source, backend=backend, device=device, iters=iters)
+        except ProgramTimeout as timeout:
+            return Outcome("timeout", message=str(timeout))
+        except InvalidProgram as invalid:
+            return Outcome("invalid", str(invalid).split(": ", 1)[-1])
+        except EquivalenceError as error:
+            return Outcome("fail", error.difference, str(error))
+        finally:
+            if self.inflight is not None:
+                self.inflight.finish()
+        return Outcome("pass", report)
+
+    def close(self) -> None:
+        """The item is done: its in-flight record goes."""
+        if self.inflight is not None:
+            self.inflight.close()
+
+
+class IsolatedChecker:
+    """A child process that checks program sources, replaced when it dies."""
+
+    def __init__(self, setup_modules: tuple[str, ...], timeout: float | None) -> None:
+        self.setup_modules = setup_modules
+        self.timeout = timeout
+        self._context = multiprocessing.get_context("forkserver")
+        self._context.set_forkserver_preload([*_PRELOAD, *setup_modules])
+        self._process: Any = None
+        self._connection: Connection | None = None
+        self.children_started = 0
+
+    def check(
+        self, source: str, backend: str, device: str, iters: int, program: InFlightProgram
+    ) -> Outcome:
+        """Check ``source`` in the child; never raises for what the program does."""
+        connection = self._child()
+        connection.send((source, backend, device, iters))
+        if not connection.poll(self.timeout or None):
+            self._kill()
+            return Outcome("timeout", message=f"ran longer than the {self.timeout:g} s limit")
+        try:
+            verdict, value, message = connection.recv()
+        except (EOFError, ConnectionError):
+            return Outcome("died", message=self._death())
+        return Outcome(verdict, value, message)
+
+    def close(self) -> None:
+        """End the child (at session end)."""
+        if self._connection is not None:
+            self._connection.close()
+        self._kill()
+
+    def _child(self) -> Connection:
+        if self._process is not None and self._process.is_alive():
+            assert self._connection is not None
+            return self._connection
+        parent, child = self._context.Pipe()
+        self._process = self._context.Process(
+            target=_serve, args=(child, self.setup_modules), daemon=True, name="cgraph-isolated"
+        )
+        self._process.start()
+        child.close()
+        self._connection = parent
+        self.children_started += 1
+        return parent
+
+    def _death(self) -> str:
+        self._process.join(timeout=10)
+        self._connection = None
+        return describe_exit(self._process.exitcode)
+
+    def _kill(self) -> None:
+        if self._process is not None and self._process.is_alive():
+            self._process.kill()
+            self._process.join(timeout=10)
+        self._process = None
+        self._connection = None
+
+
+def describe_exit(exitcode: int | None) -> str:
+    """``killed by SIGSEGV``, ``exited with status 3``: how a process ended."""
+    if exitcode is None:
+        return "did not exit"
+    if exitcode < 0:
+        try:
+            return f"killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+    return f"exited with status {exitcode}"
+
+
+def _serve(connection: Connection, setup_modules: tuple[str, ...]) -> None:
+    """The child's loop: check each source received, send back the outcome."""
+    from pytest_cgraph.errors import EquivalenceError, InvalidProgram
+    from pytest_cgraph.runner import check_source
+
+    for module in setup_modules:
+        importlib.import_module(module)
+    while True:
+        try:
+            source, backend, device, iters = connection.recv()
+        except EOFError:
+            return
+        try:
+            report = check_source(source, backend=backend, device=device, iters=iters)
+        except InvalidProgram as invalid:
+            connection.send(("invalid", str(invalid).split(": ", 1)[-1], ""))
+        except EquivalenceError as error:
+            connection.send(("fail", error.difference, str(error)))
+        except Exception as error:  # the harness itself: reported, not a program failure
+            connection.send(("error", None, f"{type(error).__name__}: {error}"))
+        else:
+            connection.send(("pass", report, ""))

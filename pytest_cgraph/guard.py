@@ -1,0 +1,192 @@
+"""Containment of programs that hang or kill the process checking them.
+
+Three layers, cheapest first:
+
+- a **soft time limit** (``SIGALRM``) raises :class:`ProgramTimeout` inside a
+  program that runs too long, whether in Python or in C code that returns
+  to the interpreter: the check ends as a ``timeout`` failure, shrunk and
+  saved like any other;
+- an **in-flight record**: before each program, the process writes it to
+  ``<repro-dir>/.cgraph-inflight/<item>.json``. If the process dies
+  (segfault, abort, ``os._exit``), whoever notices (the xdist controller,
+  or the next run) still has the program: nothing found is lost;
+- a **hard time limit**: faulthandler's watchdog thread, which needs no GIL,
+  writes every thread's stack beside the record and ends the process when
+  the soft limit could not interrupt it (C code that never returns).
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import os
+import re
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import IO, Any
+
+INFLIGHT_DIR = ".cgraph-inflight"
+
+#: Seconds the hard limit waits beyond the soft one before ending the process.
+HARD_LIMIT_GRACE = 10.0
+
+#: After the soft limit fires, it fires again this often until the block ends.
+REPEAT_SECONDS = 1.0
+
+#: First line faulthandler writes when its watchdog fires.
+_WATCHDOG_HEADER = re.compile(r"^Timeout \(\d+:\d\d:\d\d\)!", re.MULTILINE)
+
+
+class ProgramTimeout(BaseException):
+    """A program ran past its time limit.
+
+    A ``BaseException``, like ``KeyboardInterrupt``: torch's ``except
+    Exception`` blocks must not swallow it on its way out of the program.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"the program ran longer than the {seconds:g} s time limit")
+        self.seconds = seconds
+
+
+@contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`ProgramTimeout` in the block once it has run ``seconds``.
+
+    Only in the main thread (signals are delivered there); elsewhere, and
+    with ``seconds`` of ``None`` or 0, the block runs unlimited. An outer
+    limit is restored afterwards.
+    """
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise ProgramTimeout(seconds)
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    # Repeats each second after the limit: code that swallows the first
+    # interruption (a compiler's broad ``except BaseException``) gets another.
+    outer_delay, outer_interval = signal.setitimer(
+        signal.ITIMER_REAL, seconds, min(seconds, REPEAT_SECONDS)
+    )
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer_delay:
+            remaining = outer_delay - (time.monotonic() - started)
+            signal.setitimer(signal.ITIMER_REAL, max(remaining, 0.001), outer_interval)
+
+
+@dataclass(frozen=True)
+class InFlightProgram:
+    """What a process was checking: enough to report and reproduce it if the process dies."""
+
+    nodeid: str
+    family: str
+    source: str
+    backend: str
+    device: str
+    iters: int
+    timeout: float
+    setup_modules: tuple[str, ...]
+    pid: int
+    seed: int | None = None
+
+
+def inflight_path(repro_dir: Path, nodeid: str) -> Path:
+    """The record of the program ``nodeid`` is checking (one item runs in one process)."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_") or "item"
+    return repro_dir / INFLIGHT_DIR / f"{name}.json"
+
+
+class InFlight:
+    """The in-flight record and hard limit of one item's checks in this process."""
+
+    def __init__(self, repro_dir: Path, nodeid: str) -> None:
+        self.path = inflight_path(repro_dir, nodeid)
+        self.stacks_path = self.path.with_suffix(".stacks")
+        self._stacks: IO[str] | None = None
+
+    def start(self, program: InFlightProgram) -> None:
+        """Record ``program`` (atomically) and arm the hard limit before running it."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
+        with os.fdopen(handle, "w") as stream:
+            json.dump(asdict(program), stream)
+        os.replace(temporary, self.path)
+        if program.timeout:
+            if self._stacks is None:
+                self._stacks = open(self.stacks_path, "w")  # noqa: SIM115 (held for the watchdog)
+            faulthandler.dump_traceback_later(
+                program.timeout + HARD_LIMIT_GRACE, exit=True, file=self._stacks
+            )
+
+    def finish(self) -> None:
+        """The program came back: disarm the hard limit (the record is kept until close)."""
+        faulthandler.cancel_dump_traceback_later()
+
+    def close(self) -> None:
+        """The item is done: nothing is in flight any more."""
+        faulthandler.cancel_dump_traceback_later()
+        if self._stacks is not None:
+            self._stacks.close()
+            self._stacks = None
+        for path in (self.path, self.stacks_path):
+            path.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class DeadProgram:
+    """A program whose process died while checking it, and what is known of how."""
+
+    program: InFlightProgram
+    timed_out: bool
+    stacks: str
+    record: Path
+
+
+def read_dead_program(record: Path) -> DeadProgram | None:
+    """The in-flight program of a process that died, or ``None`` if there is none to read."""
+    try:
+        data = json.loads(record.read_text())
+        program = InFlightProgram(**{**data, "setup_modules": tuple(data["setup_modules"])})
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    try:
+        stacks = record.with_suffix(".stacks").read_text(errors="replace")
+    except OSError:
+        stacks = ""
+    return DeadProgram(program, bool(_WATCHDOG_HEADER.search(stacks)), stacks, record)
+
+
+def stale_records(repro_dir: Path) -> list[Path]:
+    """In-flight records left by processes that are gone (a run that died)."""
+    directory = repro_dir / INFLIGHT_DIR
+    if not directory.is_dir():
+        return []
+    stale = []
+    for record in sorted(directory.glob("*.json")):
+        dead = read_dead_program(record)
+        if dead is None or not _alive(dead.program.pid):
+            stale.append(record)
+    return stale
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
