@@ -1,0 +1,170 @@
+"""Throughput, harness overhead, xdist scaling and memory of campaigns on this machine.
+
+    python benchmarks/throughput.py [--examples 25] [--inductor-examples 3] [--seed 1]
+                                    [--soak 2000] [--faults]
+
+Prints, for the same run on the same machine:
+
+- programs per second of a one-process campaign (all families) for
+  ``cudagraphs``, ``aot_eager`` and ``inductor``;
+- the overhead ratio: the campaign's seconds inside its items divided by a
+  bare loop's seconds over exactly the programs the campaign checked (shrink
+  steps included). The bare loop execs each source, ``torch.compile``\\ s
+  ``program``, calls it ITERS times with backward, resets Dynamo: no eager
+  run, no comparison, no Hypothesis;
+- ``-n 2`` over ``-n 0`` throughput (programs per wall second, startup
+  included);
+- with ``--soak N``: RSS after 100 and after N programs in one process
+  (``benchmarks/soak.py``);
+- with ``--faults``: seconds from first failure to written repro per
+  fault-injection backend and their median (``benchmarks/fault_repros.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = Path(__file__).resolve().parent
+
+BARE_LOOP = r"""
+import json, sys, time, warnings
+import torch
+import torch.utils._pytree as pytree
+
+warnings.simplefilter("ignore")
+backend, path = sys.argv[1], sys.argv[2]
+sources = [json.loads(line) for line in open(path)]
+MODES = ("reduce-overhead", "max-autotune")
+
+
+def run(source):
+    namespace = {"__name__": "bare"}
+    exec(compile(source, "<bare>", "exec"), namespace)
+    program, inputs = namespace["program"], namespace["inputs"]
+    fresh = namespace.get("FRESH_INPUTS", False)
+    compiled = (
+        torch.compile(program, mode=backend) if backend in MODES
+        else torch.compile(program, backend=backend)
+    )
+    args = inputs(1)
+    for k in range(1, namespace.get("ITERS", 5) + 1):
+        if fresh:
+            args = inputs(k)
+        torch.manual_seed(k)
+        outs = pytree.tree_leaves(compiled(*args))
+        roots = [o for o in outs if isinstance(o, torch.Tensor) and o.requires_grad
+                 and o.dtype.is_floating_point]
+        if roots:
+            torch.autograd.backward(torch.stack([o.sum().double() for o in roots]).sum())
+    torch._dynamo.reset()
+
+
+started = time.perf_counter()
+errors = 0
+for source in sources:
+    try:
+        run(source)
+    except Exception:
+        errors += 1
+        torch._dynamo.reset()
+print(json.dumps({"seconds": time.perf_counter() - started, "programs": len(sources),
+                  "errors": errors}))
+"""
+
+
+def campaign(backend: str, examples: int, seed: int, workers: int, record: Path | None) -> dict:
+    """Run one campaign in a fresh directory; its JSON report plus the process's wall time."""
+    with tempfile.TemporaryDirectory(prefix="cgraph-bench-") as scratch:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(BENCHMARKS), str(ROOT / "tests")]))
+        command = [
+            sys.executable, "-m", "pytest", "--cgraph", "-q", "-p", "no:cacheprovider",
+            f"--cgraph-backend={backend}", f"--cgraph-examples={examples}",
+            f"--cgraph-seed={seed}", "--cgraph-report=report.json",
+            "--cgraph-repro-dir=repros", "-n", str(workers),
+        ]  # fmt: skip
+        if record is not None:
+            env["CGRAPH_RECORD_SOURCES"] = str(record)
+            command += ["-p", "_record_sources"]
+        started = time.perf_counter()
+        subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True, check=False)
+        wall = time.perf_counter() - started
+        report = json.loads((Path(scratch) / "report.json").read_text())
+    report["process_seconds"] = wall
+    return report
+
+
+def bare_loop(backend: str, sources: Path) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", BARE_LOOP, backend, str(sources)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=25, help="programs per family item")
+    parser.add_argument("--inductor-examples", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--soak", type=int, default=0, help="programs for the RSS soak")
+    parser.add_argument("--faults", action="store_true", help="also time fault repros")
+    args = parser.parse_args()
+    import torch
+
+    print(
+        f"{time.strftime('%Y-%m-%d')} · {platform.node()} · {os.cpu_count()} cores · "
+        f"Python {platform.python_version()} · torch {torch.__version__} · "
+        f"CUDA {'yes' if torch.cuda.is_available() else 'no (CPU: capture skipped)'}"
+    )
+    print(f"\n{'backend':<11} {'programs':>8} {'item s':>8} {'prog/s':>7} "
+          f"{'bare s':>8} {'overhead':>8}")  # fmt: skip
+    one_process: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="cgraph-sources-") as scratch:
+        for backend, examples in (
+            ("cudagraphs", args.examples),
+            ("aot_eager", args.examples),
+            ("inductor", args.inductor_examples),
+        ):
+            record = Path(scratch) / f"{backend}.jsonl"
+            report = campaign(backend, examples, args.seed, 0, record)
+            one_process[backend] = report
+            bare = bare_loop(backend, record)
+            rate = report["programs"] / report["check_seconds"]
+            ratio = report["check_seconds"] / bare["seconds"]
+            print(
+                f"{backend:<11} {report['programs']:>8} {report['check_seconds']:>8.1f} "
+                f"{rate:>7.2f} {bare['seconds']:>8.1f} {ratio:>8.2f}",
+                flush=True,
+            )
+    print("\nxdist scaling (cudagraphs, programs per wall second of the whole run):")
+    serial = one_process["cudagraphs"]
+    parallel = campaign("cudagraphs", args.examples, args.seed, 2, None)
+    serial_rate = serial["programs"] / serial["process_seconds"]
+    parallel_rate = parallel["programs"] / parallel["process_seconds"]
+    print(
+        f"  -n 0: {serial['programs']} programs in {serial['process_seconds']:.1f} s "
+        f"= {serial_rate:.2f}/s\n  -n 2: {parallel['programs']} programs in "
+        f"{parallel['process_seconds']:.1f} s = {parallel_rate:.2f}/s\n"
+        f"  speed-up: {parallel_rate / serial_rate:.2f}x"
+    )
+    if args.soak:
+        print(f"\nRSS soak, {args.soak} programs in one process (cudagraphs):", flush=True)
+        subprocess.run(
+            [sys.executable, str(BENCHMARKS / "soak.py"), "--programs", str(args.soak)], check=True
+        )
+    if args.faults:
+        print("\nfirst failure -> written repro, per fault-injection backend:", flush=True)
+        subprocess.run([sys.executable, str(BENCHMARKS / "fault_repros.py")], check=True)
+
+
+if __name__ == "__main__":
+    main()
