@@ -10,6 +10,7 @@ what the campaign was checking when the process died is not lost.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,8 @@ def forget(record: Path) -> None:
     """Remove a record once it has been reported."""
     for path in (record, record.with_suffix(".stacks")):
         path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # only if no other record is in it
+        record.parent.rmdir()
 
 
 def handle_crashed_item(config: pytest.Config, nodeid: str, report: pytest.TestReport) -> None:

@@ -116,11 +116,20 @@ class InFlight:
         self.path = inflight_path(repro_dir, nodeid)
         self.stacks_path = self.path.with_suffix(".stacks")
         self._stacks: IO[str] | None = None
+        self._made_repro_dir = not repro_dir.exists()
 
     def start(self, program: InFlightProgram) -> None:
         """Record ``program`` (atomically) and arm the hard limit before running it."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
+        for attempt in range(3):
+            # Another process may remove the (empty) directory between the
+            # two calls, at the end of its item: make it again and retry.
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                handle, temporary = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
+                break
+            except FileNotFoundError:
+                if attempt == 2:
+                    raise
         with os.fdopen(handle, "w") as stream:
             json.dump(asdict(program), stream)
         os.replace(temporary, self.path)
@@ -143,6 +152,13 @@ class InFlight:
             self._stacks = None
         for path in (self.path, self.stacks_path):
             path.unlink(missing_ok=True)
+        # Leave no empty directory behind that this record made.
+        made = [self.path.parent] + ([self.path.parent.parent] if self._made_repro_dir else [])
+        for directory in made:
+            try:
+                directory.rmdir()
+            except OSError:
+                break  # not empty (or already gone): leave it
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from pytest_cgraph.backends import (
     reset_compiler_state,
     resolve_backend,
     resolve_device,
+    without_guard_profiling,
 )
 from pytest_cgraph.cloning import clone_preserving_aliases
 from pytest_cgraph.compare import (
@@ -203,7 +204,11 @@ def _iterate(
     overwritten = 0
     tensor_outputs = 0
     try:
-        with collect_compile_evidence() as evidence, _comparable_inductor():
+        with (
+            collect_compile_evidence() as evidence,
+            _comparable_inductor(),
+            without_guard_profiling(),
+        ):
             sides: tuple[list[Any], list[Any]] | None = None
             for k in range(1, settings.iters + 1):
                 if fresh_args is not None or sides is None:

@@ -68,6 +68,7 @@ def test_an_inflight_record_is_written_before_and_removed_after(tmp_path: Path) 
     inflight.finish()
     inflight.close()
     assert not inflight.path.exists() and not inflight.stacks_path.exists()
+    assert list(tmp_path.iterdir()) == []  # no empty directories left behind
 
 
 def test_records_of_dead_processes_are_stale_and_the_watchdog_header_means_timeout(
