@@ -1,0 +1,49 @@
+"""The isolated checker: outcomes from a child process, and children replaced on schedule."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_cgraph import checkers
+from pytest_cgraph.checkers import IsolatedChecker
+from pytest_cgraph.guard import InFlightProgram
+
+ADD_ONE = """
+import torch
+
+
+def program(a0):
+    return (a0 + 1,)
+
+
+def inputs(k):
+    return (torch.ones(2),)
+
+
+FRESH_INPUTS = False
+ITERS = 3
+"""
+
+EAGER_RAISES = ADD_ONE.replace("a0 + 1", "a0.view(3)")
+
+
+def record(source: str) -> InFlightProgram:
+    return InFlightProgram("cgraph::views", "views", source, "aot_eager", "cpu", 3, 30.0, (), 0)
+
+
+def test_a_child_checks_programs_and_is_replaced_after_its_quota(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(checkers, "RECYCLE_PROGRAMS", 2)
+    isolated = IsolatedChecker((), timeout=60.0)
+    try:
+        verdicts = [
+            isolated.check(source, "aot_eager", "cpu", 3, record(source)).verdict
+            for source in (ADD_ONE, EAGER_RAISES, ADD_ONE)
+        ]
+        first_child = isolated.children_started
+    finally:
+        isolated.close()
+    assert verdicts == ["pass", "invalid", "pass"]
+    assert first_child == 2  # the third program went to a fresh child
+    assert isolated.child_pid is None
