@@ -116,9 +116,14 @@ def render(finding: Finding, layer: str | None, cudagraph_specific: bool) -> str
         f"# signature: {signature_of(difference, layer)}",
         f"# base signature: {difference.signature}",
         f"# failure: {difference.kind} at iteration {difference.iteration}, {difference.place}",
-        f"# first diverging layer: {layer or 'none below the backend itself'}"
-        f" (ladder {' -> '.join(LADDER)}); CUDA-graph path specific: "
-        f"{'yes' if cudagraph_specific else 'no'}",
+        (
+            "# first diverging layer: not located (the program ends its process; "
+            "so would each rung of the ladder)"
+            if difference.ends_process
+            else f"# first diverging layer: {layer or 'none below the backend itself'}"
+            f" (ladder {' -> '.join(LADDER)}); CUDA-graph path specific: "
+            f"{'yes' if cudagraph_specific else 'no'}"
+        ),
         f"# backend: {finding.backend}; device: {finding.device}; iterations: {finding.iters}",
         f"# torch {torch.__version__}; {cuda}",
         f"# size: {finding.size}",

@@ -401,8 +401,11 @@ def _no_grad_block(ctx: Context) -> tuple[list[str], bool]:
 
 
 def _hook(ctx: Context) -> tuple[list[str], bool]:
-    if _is_leaf(ctx.t):
-        # Hooks go on intermediates: take one step away from the leaf first.
+    if _is_leaf(ctx.t) or ctx.t._is_view():
+        # Hooks go on intermediates that are not views: take one step away
+        # first. Eager torch 2.13 segfaults registering a hook on a view whose
+        # base was written in place since (pytorch/pytorch#196459), which
+        # would kill the process drawing the program.
         return [
             f"{ctx.new_name} = {ctx.x} * 1",
             f"{ctx.new_name}.register_hook(lambda grad: grad * 2)",

@@ -225,3 +225,26 @@ def test_cudagraphs_only_difference_is_reported(source: str, kind: str) -> None:
 @pytest.mark.parametrize(("source", "kind"), CUDAGRAPHS_ONLY)
 def test_cudagraphs_only_difference_is_fixed(source: str, kind: str) -> None:
     check_source(source, backend="cudagraphs", iters=2)
+
+
+HOOK_ON_REFRESHED_VIEW = """
+import torch
+a0 = torch.randn(2, requires_grad=True)
+a1 = a0[:1]
+with torch.no_grad():
+    a0.mul_(0.9)
+a1.register_hook(lambda grad: grad)
+print("survived")
+"""
+
+
+@pytest.mark.xfail(ON_TORCH_2_13, reason="torch 2.13 eager segfaults", strict=True)
+def test_hook_on_a_view_of_a_leaf_written_in_place_does_not_crash_eager() -> None:
+    # Found by a campaign whose xdist worker died: the in-flight record kept
+    # the program. Eager torch itself segfaults (pytorch/pytorch#196459), so
+    # it runs in a subprocess; the generator steps off views before a hook.
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", HOOK_ON_REFRESHED_VIEW], capture_output=True)
+    assert run.returncode == 0, run.returncode
