@@ -62,10 +62,17 @@ class ProgramFailure(AssertionError):
 class NewBugsFound(AssertionError):
     """An item found one or more new signatures; lists them all."""
 
-    def __init__(self, family: str, found: list[tuple[ProgramFailure, str]]) -> None:
+    def __init__(
+        self, family: str, found: list[tuple[ProgramFailure, str]], stalled: bool = False
+    ) -> None:
         parts = [f"{len(found)} new failure signature(s) in {family} programs"]
         for number, (failure, repro_line) in enumerate(found, start=1):
             parts.append(f"\n[{number}] {failure}\n{repro_line}")
+        if stalled:
+            parts.append(
+                f"\nstopped hunting early: the last {STALL_AFTER} programs hung or killed their "
+                "process the same known way"
+            )
         super().__init__("\n".join(parts))
 
 
@@ -133,7 +140,7 @@ class CampaignItem(pytest.Item):
                     stats.failures.append(record)
                     hunt.new[failure.difference.signature] = record
                     found.append((failure, repro_line))
-                    if hunt.checked >= self.options.examples:
+                    if hunt.checked >= self.options.examples or hunt.stalled:
                         break
                     continue
                 break
@@ -143,7 +150,7 @@ class CampaignItem(pytest.Item):
             stats.seconds += time.perf_counter() - started
             stats.count_hits(hunt.hits, hunt.known, set(hunt.new))
         if found:
-            raise NewBugsFound(self.family, found)
+            raise NewBugsFound(self.family, found, hunt.stalled)
 
     def _record(self, failure: ProgramFailure, hunt: Hunt) -> tuple[Failure, str]:
         """Write the repro of a shrunk failure and describe both for the summary."""
@@ -239,6 +246,9 @@ class CampaignItem(pytest.Item):
 #: Rounds of search per item: each new signature starts a round.
 MAX_ROUNDS = 20
 
+#: Known hangs or process deaths in a row after which an item stops hunting.
+STALL_AFTER = 3
+
 
 @dataclass
 class Hunt:
@@ -250,11 +260,26 @@ class Hunt:
     checked: int = 0
     first_failure: float | None = None
     examples_to_failure: int | None = None
+    ends_in_a_row: int = 0
 
     def is_known(self, signature: str, strict: bool) -> bool:
         """A failure to count and pass over: already a repro, or already found this run."""
         self.hits[signature] = self.hits.get(signature, 0) + 1
         return signature in self.new or (signature in self.known and not strict)
+
+    def passed_over(self, difference: Difference) -> None:
+        """A known failure was passed over: count hangs and deaths in a row."""
+        self.ends_in_a_row = self.ends_in_a_row + 1 if difference.ends_process else 0
+
+    def checked_one(self) -> None:
+        """A program ran to a verdict of its own: the run of hangs is broken."""
+        self.ends_in_a_row = 0
+
+    @property
+    def stalled(self) -> bool:
+        """Known hangs or deaths on every recent program: each costs a time limit or a
+        fresh process, so the item stops hunting rather than pay them ``examples`` times."""
+        return self.ends_in_a_row >= STALL_AFTER
 
 
 def make_items(session: pytest.Session, options: CgraphOptions, seed: int) -> list[CampaignItem]:
@@ -312,9 +337,13 @@ def run_round(item: CampaignItem, stats: RunStats, hunt: Hunt, round_number: int
         source = program.render()
         if source not in outcomes:
             if (
-                hunt.first_failure is not None
-                and time.perf_counter() - hunt.first_failure > SHRINK_SECONDS
-            ) or (hunt.first_failure is None and hunt.checked >= options.examples):
+                (
+                    hunt.first_failure is not None
+                    and time.perf_counter() - hunt.first_failure > SHRINK_SECONDS
+                )
+                or (hunt.first_failure is None and hunt.checked >= options.examples)
+                or hunt.stalled
+            ):
                 reject()
             outcomes[source] = check(program, source)
         failure = outcomes[source]
@@ -339,6 +368,8 @@ def run_round(item: CampaignItem, stats: RunStats, hunt: Hunt, round_number: int
         outcome = checker.check(
             source, options.backend, device, options.iters, item.inflight_program(source)
         )
+        if outcome.verdict in ("invalid", "pass"):
+            hunt.checked_one()
         if outcome.verdict == "invalid":
             stats.count_invalid(outcome.value)
             return None
@@ -352,6 +383,7 @@ def run_round(item: CampaignItem, stats: RunStats, hunt: Hunt, round_number: int
         assert found is not None
         difference, message = found
         if hunt.is_known(difference.signature, options.strict):
+            hunt.passed_over(difference)
             return None
         return ProgramFailure(
             difference, message, source, item.family, program.size(), len(program.statements)

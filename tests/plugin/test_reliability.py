@@ -86,7 +86,7 @@ def test_a_hang_is_a_timeout_failure_within_the_limit(killers: pytest.Pytester) 
         "faulty_hang",
         "--cgraph-timeout=3",
         "--cgraph-families=mutation",
-        "--cgraph-examples=2",
+        "--cgraph-examples=100",  # every program hangs: the item stops after 3 known hangs
     )
     elapsed = time.monotonic() - started
     result.assert_outcomes(passed=1, failed=1)
@@ -95,6 +95,7 @@ def test_a_hang_is_a_timeout_failure_within_the_limit(killers: pytest.Pytester) 
             "*timeout of the program: the program ran longer than the 3 s time limit*",
             "*repro (written): cgraph-repros/timeout-program.py -- "
             "python FILE hung past TIMEOUT = 3 s",
+            "stopped hunting early: the last 3 programs hung or killed their process *",
         ]
     )
     # the limit, the shrink budget (20 s) and one verifying run of the repro
