@@ -52,6 +52,7 @@ def report_dead_program(
         timeout=program.timeout or None,
     )
     outcome = make_repro(finding, options.repro_dir)
+    difference = outcome.difference or difference  # "died" named by its signal when known
     if outcome.path is not None:
         where = f"repro ({outcome.status}): {outcome.path} -- {outcome.detail}"
     else:

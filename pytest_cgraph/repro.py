@@ -13,6 +13,7 @@ the repro dir that this plugin did not write is never overwritten.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import os
 import re
@@ -67,6 +68,9 @@ class ReproOutcome:
     detail: str
     layer: str | None
     cudagraph_specific: bool
+    #: The finding's difference as the file names it (a dead worker's
+    #: cause is learnt from the verifying run: ``died`` -> ``SIGSEGV``).
+    difference: Difference | None = None
 
 
 def locate_layer(finding: Finding) -> tuple[str | None, bool]:
@@ -263,6 +267,16 @@ def make_repro(finding: Finding, directory: Path) -> ReproOutcome:
         layer, specific = None, False
         text = render(finding, layer, specific)
         found, reason = reproduces_in_subprocess(text, finding)
+        signal_name = re.search(r"killed by (SIG\w+)", found or "")
+        if signal_name and finding.difference.exception_type == "died":
+            # Only the header changes: the program and driver that ran are the same.
+            finding = dataclasses.replace(
+                finding,
+                difference=dataclasses.replace(
+                    finding.difference, exception_type=signal_name.group(1)
+                ),
+            )
+            text = render(finding, layer, specific)
     else:
         layer, specific = locate_layer(finding)
         text = render(finding, layer, specific)
@@ -273,14 +287,17 @@ def make_repro(finding: Finding, directory: Path) -> ReproOutcome:
             reason = f"the standalone check raised {type(error).__name__}: {error}"
         else:
             reason = "the standalone driver saw eager and compiled agree"
+    difference = finding.difference
     if found is None:
-        return ReproOutcome(None, "not reproducible", reason, layer, specific)
-    name = signature_of(finding.difference, layer)
+        return ReproOutcome(None, "not reproducible", reason, layer, specific, difference)
+    name = signature_of(difference, layer)
     try:
         path, status = write_repro(directory, name, text, finding.size)
     except OSError as error:
-        return ReproOutcome(None, "write failed", f"{directory}: {error}", layer, specific)
-    return ReproOutcome(path, status, found, layer, specific)
+        return ReproOutcome(
+            None, "write failed", f"{directory}: {error}", layer, specific, difference
+        )
+    return ReproOutcome(path, status, found, layer, specific, difference)
 
 
 def write_repro(directory: Path, name: str, text: str, size: int) -> tuple[Path, str]:

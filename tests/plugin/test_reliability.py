@@ -55,8 +55,9 @@ def test_a_segfault_under_xdist_is_a_crash_with_its_program_saved(killers: pytes
     assert "crash of the process: the worker died" in output
     assert "while checking this program (mutation):" in output
     assert "python FILE killed by SIGSEGV" in output
-    assert repros(killers) == ["crash-process-died.py"]
-    saved = killers.path / "cgraph-repros" / "crash-process-died.py"
+    # named by the signal the verifying run died of, as under --cgraph-isolate
+    assert repros(killers) == ["crash-process-SIGSEGV.py"]
+    saved = killers.path / "cgraph-repros" / "crash-process-SIGSEGV.py"
     assert subprocess.run([sys.executable, str(saved)], check=False).returncode == -11
     assert not list((killers.path / "cgraph-repros").glob(".cgraph-inflight/*"))
 
@@ -166,12 +167,12 @@ def test_a_run_that_died_is_reported_by_the_next(killers: pytest.Pytester) -> No
     result.stdout.fnmatch_lines(
         [
             "*crash of the process: the previous run's process died*",
-            "*repro (written): cgraph-repros/crash-process-died.py -- python FILE killed by "
+            "*repro (written): cgraph-repros/crash-process-SIGSEGV.py -- python FILE killed by "
             "SIGSEGV",
         ]
     )
     assert not record.path.exists()
-    assert os.path.exists(killers.path / "cgraph-repros" / "crash-process-died.py")
+    assert os.path.exists(killers.path / "cgraph-repros" / "crash-process-SIGSEGV.py")
 
 
 def test_report_records_crashes_from_dead_workers(killers: pytest.Pytester) -> None:
@@ -186,7 +187,7 @@ def test_report_records_crashes_from_dead_workers(killers: pytest.Pytester) -> N
     result.assert_outcomes(passed=1, failed=1)
     report = json.loads((killers.path / "r.json").read_text())
     assert [(f["signature"], f["nodeid"]) for f in report["failures"]] == [
-        ("crash-process-died", "cgraph::rng")
+        ("crash-process-SIGSEGV", "cgraph::rng")
     ]
 
 
