@@ -13,6 +13,7 @@ replays the same way whatever the number of xdist workers.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 import zlib
@@ -87,6 +88,16 @@ class CampaignItem(pytest.Item):
         self.add_marker("cgraph")
         self.checker: InProcessChecker | IsolatedChecker
 
+    @functools.cached_property
+    def device(self) -> str:
+        """The device this process checks on (worked out once, not per program)."""
+        return session_device(self.config)
+
+    @functools.cached_property
+    def setup_modules(self) -> tuple[str, ...]:
+        """The ``-p`` modules a child process or a repro must import first."""
+        return plugin_modules(self.config)
+
     def inflight_program(self, source: str) -> InFlightProgram:
         """The in-flight record of ``source``: what survives this process's death."""
         from pytest_cgraph.guard import InFlightProgram
@@ -96,10 +107,10 @@ class CampaignItem(pytest.Item):
             family=self.family,
             source=source,
             backend=self.options.backend,
-            device=session_device(self.config),
+            device=self.device,
             iters=self.options.iters,
             timeout=self.options.timeout,
-            setup_modules=plugin_modules(self.config),
+            setup_modules=self.setup_modules,
             pid=os.getpid(),
             seed=self.campaign_seed,
         )
@@ -113,7 +124,7 @@ class CampaignItem(pytest.Item):
             return InProcessChecker(inflight, self.options.timeout)
         if ISOLATED_KEY not in self.config.stash:
             self.config.stash[ISOLATED_KEY] = IsolatedChecker(
-                plugin_modules(self.config), self.options.timeout
+                self.setup_modules, self.options.timeout
             )
         return self.config.stash[ISOLATED_KEY]
 
@@ -158,13 +169,10 @@ class CampaignItem(pytest.Item):
 
         replay = self._replay(failure)
         if replay is not None:
-            record = Failure(
-                signature=failure.difference.signature,
-                kind=failure.difference.kind,
-                family=self.family,
-                iteration=failure.difference.iteration,
-                place=failure.difference.place,
-                nodeid=self.nodeid,
+            record = Failure.of(
+                failure.difference,
+                self.family,
+                self.nodeid,
                 statements=failure.statements,
                 examples_to_failure=hunt.examples_to_failure,
                 flaky=replay,
@@ -178,40 +186,28 @@ class CampaignItem(pytest.Item):
             source=failure.source,
             difference=failure.difference,
             backend=self.options.backend,
-            device=session_device(self.config),
+            device=self.device,
             iters=self.options.iters,
             family=self.family,
             size=failure.size,
             nodeid=self.nodeid,
             seed=self.campaign_seed,
-            setup_modules=plugin_modules(self.config),
+            setup_modules=self.setup_modules,
             timeout=self.options.timeout,
         )
         outcome = make_repro(finding, self.options.repro_dir)
         seconds = time.perf_counter() - hunt.first_failure if hunt.first_failure else None
-        if outcome.path is not None and failure.difference.ends_process:
-            repro_line = f"repro ({outcome.status}): {outcome.path} -- {outcome.detail}"
-        elif outcome.path is not None:
-            repro_line = (
-                f"repro ({outcome.status}): {outcome.path} -- first diverging layer: "
-                f"{outcome.layer or 'only the backend under test'}"
-            )
-        else:
-            repro_line = f"no repro file ({outcome.status}): {outcome.detail}"
-        record = Failure(
-            signature=failure.difference.signature,
-            kind=failure.difference.kind,
-            family=self.family,
-            iteration=failure.difference.iteration,
-            place=failure.difference.place,
+        record = Failure.of(
+            failure.difference,
+            self.family,
+            self.nodeid,
             repro=str(outcome.path) if outcome.path is not None else None,
-            nodeid=self.nodeid,
             layer=outcome.layer,
             statements=failure.statements,
             examples_to_failure=hunt.examples_to_failure,
             seconds_to_repro=round(seconds, 2) if seconds is not None else None,
         )
-        return record, repro_line
+        return record, outcome.line()
 
     def _replay(self, failure: ProgramFailure) -> str | None:
         """Check the shrunk program once more: how the replay went, if not the same failure.
@@ -223,7 +219,7 @@ class CampaignItem(pytest.Item):
         outcome = self.checker.check(
             failure.source,
             self.options.backend,
-            session_device(self.config),
+            self.device,
             self.options.iters,
             self.inflight_program(failure.source),
         )
@@ -325,7 +321,7 @@ def run_round(item: CampaignItem, stats: RunStats, hunt: Hunt, round_number: int
     from pytest_cgraph.strategies import programs
 
     options = item.options
-    device = session_device(item.config)
+    device = item.device
     checker = item.checker
     # Shrinking re-checks many near-identical programs; each check compiles.
     # Outcomes are memoised by source, and once the shrink budget is spent

@@ -53,10 +53,7 @@ def report_dead_program(
     )
     outcome = make_repro(finding, options.repro_dir)
     difference = outcome.difference or difference  # "died" named by its signal when known
-    if outcome.path is not None:
-        where = f"repro ({outcome.status}): {outcome.path} -- {outcome.detail}"
-    else:
-        where = f"no repro file ({outcome.status}): {outcome.detail}"
+    where = outcome.line()
     stacks = (
         f"\n\nstack at the hard time limit (most recent call first):\n{_main_stack(dead.stacks)}"
         if dead.timed_out
@@ -66,14 +63,11 @@ def report_dead_program(
         f"{difference.describe()}\nwhile checking this program ({program.family}):\n"
         f"{program.source}\n{where}{stacks}"
     )
-    failure = Failure(
-        signature=difference.signature,
-        kind=difference.kind,
-        family=program.family,
-        iteration=0,
-        place=difference.place,
+    failure = Failure.of(
+        difference,
+        program.family,
+        program.nodeid,
         repro=str(outcome.path) if outcome.path is not None else None,
-        nodeid=program.nodeid,
     )
     return text, failure
 

@@ -160,23 +160,14 @@ def _record_failure(
             replay=f"pytest --cgraph '{item.nodeid}'",
         )
         outcome = make_repro(finding, options.repro_dir)
-        path, layer = outcome.path, outcome.layer
-        line = (
-            f"repro ({outcome.status}): {path} -- first diverging layer: "
-            f"{layer or 'only the backend under test'}"
-            if path is not None
-            else f"no repro file ({outcome.status}): {outcome.detail}"
-        )
+        path, layer, line = outcome.path, outcome.layer, outcome.line()
     failure.error.add_note(f"cgraph {line}")
     stats.failures.append(
-        Failure(
-            signature=difference.signature,
-            kind=difference.kind,
-            family="marker",
-            iteration=difference.iteration,
-            place=difference.place,
+        Failure.of(
+            difference,
+            "marker",
+            item.nodeid,
             repro=str(path) if path is not None else None,
-            nodeid=item.nodeid,
             layer=layer,
         )
     )

@@ -72,6 +72,17 @@ class ReproOutcome:
     #: cause is learnt from the verifying run: ``died`` -> ``SIGSEGV``).
     difference: Difference | None = None
 
+    def line(self) -> str:
+        """One line for a failure report: the file and what is known of it, or why none."""
+        if self.path is None:
+            return f"no repro file ({self.status}): {self.detail}"
+        if self.difference is not None and self.difference.ends_process:
+            return f"repro ({self.status}): {self.path} -- {self.detail}"
+        return (
+            f"repro ({self.status}): {self.path} -- first diverging layer: "
+            f"{self.layer or 'only the backend under test'}"
+        )
+
 
 def locate_layer(finding: Finding) -> tuple[str | None, bool]:
     """The first rung of eager -> aot_eager -> cudagraphs (-> the failing backend) that diverges.

@@ -12,7 +12,10 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_cgraph.compare import Difference
 
 #: Key under which a report carries its item's statistics (Hypothesis does the same).
 REPORT_KEY = "_cgraph_stats"
@@ -35,6 +38,19 @@ class Failure:
     seconds_to_repro: float | None = None
     #: How the replay of a failure that did not reproduce went ("passed", ...).
     flaky: str | None = None
+
+    @classmethod
+    def of(cls, difference: Difference, family: str, nodeid: str, **found: Any) -> Failure:
+        """The record of ``difference``, found by ``nodeid`` in ``family`` programs."""
+        return cls(
+            signature=difference.signature,
+            kind=difference.kind,
+            family=family,
+            iteration=difference.iteration,
+            place=difference.place,
+            nodeid=nodeid,
+            **found,
+        )
 
 
 @dataclass
