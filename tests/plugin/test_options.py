@@ -28,6 +28,25 @@ OPTIONS = (
     "--cgraph-isolate",
 )
 
+
+@pytest.fixture(autouse=True)
+def _compile_stack_loaded() -> None:
+    """Load torch's compile stack before the in-process runs below.
+
+    An in-process pytester run drops the modules it imported when it ends.
+    ``--cgraph`` resolves the backend, which imports every registered
+    backend module and Inductor's lowering; those register backends and an
+    operator library that torch refuses to register twice, so a later test
+    in this process importing them again would fail. Imported here, they
+    outlive every inner run.
+    """
+    import torch._dynamo.repro.after_dynamo
+    import torch._inductor.lowering  # noqa: F401
+    from torch._dynamo.backends import registry
+
+    registry._lazy_import()
+
+
 TRIVIAL = """
 def test_nothing():
     assert True
