@@ -1,58 +1,20 @@
-"""Backend names to ``torch.compile`` callables, device choice, and capture evidence.
+"""Backends and devices as users name them, validated into what the oracle runs.
 
-Everything that differs between a real CUDA run and a CPU run is reached
-through this module (``DeviceOps``, ``captured_graph_count``), so the runner
-stays device-agnostic and the CUDA-only paths can be driven on CPU by test
-doubles.
+The oracle (:mod:`pytest_cgraph.oracle.compiling`) knows how to compile
+with a :class:`~pytest_cgraph.oracle.compiling.Backend`; this module turns a
+user's spec into one, or fails with one line that lists what is valid.
 """
 
 from __future__ import annotations
 
-import importlib
-import logging
-import re
-from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
-from pytest_cgraph.errors import ConfigurationError
-
-#: Inductor modes accepted as backend names; ``torch.compile(mode=...)`` selects them.
-INDUCTOR_MODES = ("reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-
-#: Backend names whose compiled code goes through CUDA-graph trees on CUDA.
-CUDAGRAPH_BACKENDS = frozenset({"cudagraphs", "reduce-overhead", "max-autotune"})
-
-#: The documented error CUDA-graph trees raise when an output of an earlier
-#: replay is read after a later replay overwrote it. Reading such an output and
-#: getting this error is correct behaviour, not a failure.
-OVERWRITTEN_OUTPUT_MESSAGE = "overwritten by a subsequent run"
-
-DEVICE_FORMS = "auto, cpu, cuda or cuda:N"
-
-
-@dataclass(frozen=True)
-class Backend:
-    """One way of compiling the program under test.
-
-    ``compiler`` is what ``torch.compile(backend=...)`` receives; ``mode`` is
-    set instead for Inductor modes such as ``reduce-overhead``.
-    """
-
-    name: str
-    compiler: str | Callable[..., Any]
-    mode: str | None = None
-    uses_cudagraphs: bool = False
-
-    def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """Wrap ``fn`` for compilation; compiling itself happens on the first call."""
-        if self.mode is not None:
-            return torch.compile(fn, mode=self.mode)
-        return torch.compile(fn, backend=self.compiler)
+from pytest_cgraph.oracle.compiling import INDUCTOR_MODES, Backend
+from pytest_cgraph.oracle.errors import ConfigurationError
+from pytest_cgraph.validation import device_spec
 
 
 def known_backend_names() -> list[str]:
@@ -73,37 +35,28 @@ def resolve_backend(spec: str | Callable[..., Any] | Backend) -> Backend:
         return Backend(name, spec, uses_cudagraphs=bool(getattr(spec, "uses_cudagraphs", False)))
     if not isinstance(spec, str) or not spec:
         raise ConfigurationError(f"backend must be a name or a callable, got {spec!r}")
-    if spec in INDUCTOR_MODES:
-        return Backend(spec, "inductor", mode=spec, uses_cudagraphs=spec in CUDAGRAPH_BACKENDS)
     if ":" in spec:
-        return Backend(spec, _import_attr(spec))
-    registered = torch._dynamo.list_backends(exclude_tags=())
-    if spec not in registered:
+        module_name, _, attr = spec.partition(":")
+        try:
+            backend = Backend.named(spec)
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"backend {spec!r}: cannot import {module_name!r} "
+                f"({type(exc).__name__}: {exc}); use package.module:attr"
+            ) from None
+        except AttributeError:
+            raise ConfigurationError(
+                f"backend {spec!r}: module {module_name!r} has no attribute {attr!r}"
+            ) from None
+        if not callable(backend.compiler):
+            raise ConfigurationError(f"backend {spec!r} is not callable")
+        return backend
+    if spec not in INDUCTOR_MODES and spec not in torch._dynamo.list_backends(exclude_tags=()):
         raise ConfigurationError(
             f"unknown backend {spec!r}; valid: {', '.join(known_backend_names())}, "
             "or package.module:attr"
         )
-    return Backend(spec, spec, uses_cudagraphs=spec in CUDAGRAPH_BACKENDS)
-
-
-def _import_attr(spec: str) -> Callable[..., Any]:
-    module_name, _, attr = spec.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:
-        raise ConfigurationError(
-            f"backend {spec!r}: cannot import {module_name!r} "
-            f"({type(exc).__name__}: {exc}); use package.module:attr"
-        ) from None
-    try:
-        compiler = getattr(module, attr)
-    except AttributeError:
-        raise ConfigurationError(
-            f"backend {spec!r}: module {module_name!r} has no attribute {attr!r}"
-        ) from None
-    if not callable(compiler):
-        raise ConfigurationError(f"backend {spec!r} is not callable")
-    return compiler
+    return Backend.named(spec)
 
 
 def resolve_device(spec: str | torch.device | None) -> torch.device | None:
@@ -114,216 +67,19 @@ def resolve_device(spec: str | torch.device | None) -> torch.device | None:
     """
     if spec is None:
         return None
-    if isinstance(spec, torch.device):
-        spec = str(spec)
-    if spec == "auto":
+    text = device_spec(spec)
+    if text == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if not re.fullmatch(r"cpu|cuda(:\d+)?", spec):
-        raise ConfigurationError(f"unknown device {spec!r}; use {DEVICE_FORMS}")
-    device = torch.device(spec)
+    device = torch.device(text)
     if device.type == "cuda":
         if not torch.cuda.is_available():
             raise ConfigurationError(
-                f"device {spec!r} asked for, but this torch sees no CUDA device "
+                f"device {text!r} asked for, but this torch sees no CUDA device "
                 "(use --cgraph-device auto or cpu)"
             )
         if device.index is not None and device.index >= torch.cuda.device_count():
             raise ConfigurationError(
-                f"device {spec!r} asked for, but only {torch.cuda.device_count()} "
+                f"device {text!r} asked for, but only {torch.cuda.device_count()} "
                 "CUDA device(s) exist"
             )
     return device
-
-
-class DeviceOps(Protocol):
-    """What the runner must do differently on a device with asynchronous kernels."""
-
-    def synchronize(self) -> None:
-        """Wait for queued kernels so that values read next are final."""
-
-    def manual_seed(self, seed: int) -> None:
-        """Seed every random stream the program may draw from."""
-
-
-class CpuOps:
-    """CPU kernels are synchronous; seeding torch's default generator suffices."""
-
-    def synchronize(self) -> None:
-        """Nothing is queued on CPU."""
-
-    def manual_seed(self, seed: int) -> None:
-        """Seed the CPU generator (and CUDA's lazily, as ``torch.manual_seed`` does)."""
-        torch.manual_seed(seed)
-
-
-@dataclass
-class CudaOps:
-    """Synchronise before reading, and seed the CUDA generators explicitly."""
-
-    device: torch.device
-
-    def synchronize(self) -> None:
-        """Block until ``device`` has finished everything queued."""
-        torch.cuda.synchronize(self.device)
-
-    def manual_seed(self, seed: int) -> None:
-        """Seed CPU and every CUDA generator: a program may draw on either."""
-        torch.manual_seed(seed)
-        torch.cuda.manual_seed_all(seed)
-
-
-def device_ops_for(device: torch.device | None) -> DeviceOps:
-    """Pick the device handling for a run on ``device``."""
-    if device is not None and device.type == "cuda":
-        return CudaOps(device)
-    return CpuOps()
-
-
-def mark_step() -> None:
-    """Tell CUDA-graph trees that a new iteration starts (harmless without CUDA)."""
-    torch.compiler.cudagraph_mark_step_begin()
-
-
-def reset_compiler_state() -> None:
-    """Forget compiled code and CUDA-graph trees, so checks do not leak into each other.
-
-    ``torch._dynamo.reset`` resets the trees only when CUDA is available; the
-    explicit call keeps the step counter of CPU-side doubles fresh too.
-    """
-    from torch._inductor.cudagraph_trees import reset_cudagraph_trees
-
-    torch._dynamo.reset()
-    reset_cudagraph_trees()
-
-
-def captured_graph_count(backend: Backend) -> int:
-    """Graphs really captured so far by ``backend``, from the trees' own records.
-
-    Only CUDA-graph trees are asked; nothing a backend says of itself counts.
-    """
-    if not backend.uses_cudagraphs or not torch.cuda.is_available():
-        return 0
-    from torch._inductor import cudagraph_trees
-
-    if not torch._C._is_key_in_tls("tree_manager_containers"):
-        return 0
-    containers = cudagraph_trees.get_obj(cudagraph_trees.local, "tree_manager_containers")
-    count = 0
-    for container in containers.values():
-        manager = container.tree_manager
-        if manager is None or manager.roots is None:
-            continue
-        pending = [node for nodes in manager.roots.values() for node in nodes]
-        while pending:
-            node = pending.pop()
-            count += 1
-            pending.extend(child for kids in node.children.values() for child in kids)
-    return count
-
-
-@dataclass
-class CompileEvidence:
-    """What torch itself said about compiling: graphs compiled, CUDA-graph skips."""
-
-    compiles: int = 0
-    skips: int = 0
-    skip_reasons: Counter[str] = field(default_factory=Counter)
-
-
-def skip_reason(message: str) -> str:
-    """Reduce torch's skip message to a reason worth grouping by.
-
-    ``"skipping cudagraphs due to skipping cudagraphs due to cpu device
-    (primals_1). Found from : ..."`` becomes ``"cpu device"``.
-    """
-    first = message.strip().splitlines()[0] if message.strip() else "unknown"
-    first = first.split(". Found from")[0]
-    while first.startswith("skipping cudagraphs due to "):
-        first = first[len("skipping cudagraphs due to ") :]
-    first = re.sub(r"\s*\([^)]*\)\s*$", "", first).strip().rstrip(".:")
-    return first or "unknown"
-
-
-def drop_idle_trace_handler() -> None:
-    """Remove torch's structured-trace handler when it has nowhere to write.
-
-    While ``torch.__trace`` has a handler, every compile builds its
-    structured-trace records (stacks, metadata, payloads): about a tenth of
-    a small program's compile. Without ``TORCH_TRACE``, torch's own
-    ``LazyTraceHandler`` removes itself at its first record; this does the
-    same up front. A handler with a trace directory (``TORCH_TRACE`` set) is
-    kept: whoever set it wants the trace.
-    """
-    trace_log = logging.getLogger("torch.__trace")
-    for handler in list(trace_log.handlers):
-        if (
-            type(handler).__name__ == "LazyTraceHandler"
-            and getattr(handler, "root_dir", "") is None
-            and getattr(handler, "stream", "") is None
-        ):
-            trace_log.removeHandler(handler)
-
-
-@contextmanager
-def without_guard_profiling() -> Iterator[None]:
-    """Skip Dynamo's guard-latency measurement while the block compiles.
-
-    After building a frame's guards, Dynamo flushes the cache and times one
-    evaluation of them (``profile_guard_manager``), for a metric only: about
-    18 ms per compiled frame on these machines, an eighth of a small
-    program's check. The guards themselves, and their check on the frame
-    that created them, are untouched.
-    """
-    from torch._dynamo import guards
-
-    original = getattr(guards, "profile_guard_manager", None)
-    if original is None:
-        yield
-        return
-    guards.profile_guard_manager = lambda *args, **kwargs: 0.0
-    try:
-        yield
-    finally:
-        guards.profile_guard_manager = original
-
-
-class _SkipCollector(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(level=logging.DEBUG)
-        self.reasons: Counter[str] = Counter()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
-        if "skipping cudagraphs" in message:
-            self.reasons[skip_reason(message)] += 1
-
-
-@contextmanager
-def collect_compile_evidence() -> Iterator[CompileEvidence]:
-    """Count compiles and CUDA-graph skips while the block runs.
-
-    Skip messages are taken from torch's ``cudagraphs`` log and kept from the
-    user's terminal: they are reported in the check's summary instead.
-    """
-    from torch._dynamo.utils import counters
-    from torch._inductor.cudagraph_utils import cudagraphs_log
-
-    evidence = CompileEvidence()
-    graphs_before = counters["stats"]["unique_graphs"]
-    skips_before = counters["inductor"]["cudagraph_skips"]
-    collector = _SkipCollector()
-    propagate = cudagraphs_log.propagate
-    cudagraphs_log.addHandler(collector)
-    cudagraphs_log.propagate = False
-    drop_idle_trace_handler()
-    try:
-        yield evidence
-    finally:
-        cudagraphs_log.removeHandler(collector)
-        cudagraphs_log.propagate = propagate
-        evidence.compiles = counters["stats"]["unique_graphs"] - graphs_before
-        evidence.skips = counters["inductor"]["cudagraph_skips"] - skips_before
-        evidence.skip_reasons = collector.reasons
-        unexplained = evidence.skips - sum(collector.reasons.values())
-        if unexplained > 0:
-            evidence.skip_reasons["reason not logged"] += unexplained

@@ -1,74 +1,42 @@
-"""The fuzz campaign: one pytest item per program family, each a Hypothesis search.
+"""The fuzz campaign's pytest items: ``cgraph::<family>``, each a :class:`~pytest_cgraph.hunt.Hunt`.
 
-Each item draws ``--cgraph-examples`` programs of its family, checks each
-against eager and counts invalid programs instead of failing on them. On a
-difference Hypothesis shrinks the program and the item writes its repro
-file; then it goes on hunting with a fresh seed until its examples are
-spent, treating bugs it already has as passing, so one run reports many
-distinct bugs. Bugs whose signature already has a repro file in the repro
-dir are known: counted, not failures (unless ``--cgraph-strict``). An
-item's seed is the campaign seed mixed with its node id, so a campaign
-replays the same way whatever the number of xdist workers.
+An item adapts a hunt to pytest: it gives the hunt a checker (here under a
+time limit with an in-flight record, or in the session's isolated child),
+a recorder that replays a shrunk failure and writes its repro, and the
+session's registry of known bugs; it reports progress while it runs and
+fails, in a screenful per bug, when the hunt found new ones. An item's seed
+is the campaign seed mixed with its node id, so a campaign replays the same
+way whatever the number of xdist workers.
 """
 
 from __future__ import annotations
 
-import functools
-import os
 import time
 import zlib
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_cgraph.options import CgraphOptions, session_device
-from pytest_cgraph.stats import Failure, RunStats
+from pytest_cgraph import session
+from pytest_cgraph.failures import Case, Failure, ReproResult, ReproStatus, Verdict
+from pytest_cgraph.hunt import STALL_AFTER
+from pytest_cgraph.options import CgraphOptions
 
 if TYPE_CHECKING:
     from pytest_cgraph.checkers import InProcessChecker, IsolatedChecker
-    from pytest_cgraph.compare import Difference
-    from pytest_cgraph.guard import InFlightProgram
+    from pytest_cgraph.hunt import Hunt
 
-#: The session's isolated child (``--cgraph-isolate``), shared by its items.
-ISOLATED_KEY = pytest.StashKey["IsolatedChecker"]()
-
-STATS_KEY = pytest.StashKey[RunStats]()
-
-#: Seconds of shrinking allowed after a round's first failure.
-SHRINK_SECONDS = 20.0
-
-
-class ProgramFailure(AssertionError):
-    """A drawn program differs from eager; carries the program's source and size."""
-
-    def __init__(
-        self,
-        difference: Difference,
-        message: str,
-        source: str,
-        family: str,
-        size: int,
-        statements: int,
-    ) -> None:
-        super().__init__(f"{message}\n\nprogram ({family}):\n{source}")
-        self.message = message
-        self.difference = difference
-        self.source = source
-        self.family = family
-        self.size = size
-        self.statements = statements
+#: Seconds between progress lines of a running item (with ``-v``).
+PROGRESS_SECONDS = 15.0
 
 
 class NewBugsFound(AssertionError):
-    """An item found one or more new signatures; lists them all."""
+    """An item found one or more new signatures; its report lists them all."""
 
-    def __init__(
-        self, family: str, found: list[tuple[ProgramFailure, str]], stalled: bool = False
-    ) -> None:
+    def __init__(self, family: str, found: list[Failure], stalled: bool, verbose: bool) -> None:
         parts = [f"{len(found)} new failure signature(s) in {family} programs"]
-        for number, (failure, repro_line) in enumerate(found, start=1):
-            parts.append(f"\n[{number}] {failure}\n{repro_line}")
+        for number, failure in enumerate(found, start=1):
+            parts.append(f"\n[{number}] {failure.signature}\n{failure.report(verbose)}")
         if stalled:
             parts.append(
                 f"\nstopped hunting early: the last {STALL_AFTER} programs hung or killed their "
@@ -78,7 +46,7 @@ class NewBugsFound(AssertionError):
 
 
 class CampaignItem(pytest.Item):
-    """``cgraph::<family>``: fuzz one program family."""
+    """``cgraph::<family>``: hunt for new bugs in one program family."""
 
     def __init__(self, *, family: str, options: CgraphOptions, seed: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -86,47 +54,7 @@ class CampaignItem(pytest.Item):
         self.options = options
         self.campaign_seed = seed
         self.add_marker("cgraph")
-        self.checker: InProcessChecker | IsolatedChecker
-
-    @functools.cached_property
-    def device(self) -> str:
-        """The device this process checks on (worked out once, not per program)."""
-        return session_device(self.config)
-
-    @functools.cached_property
-    def setup_modules(self) -> tuple[str, ...]:
-        """The ``-p`` modules a child process or a repro must import first."""
-        return plugin_modules(self.config)
-
-    def inflight_program(self, source: str) -> InFlightProgram:
-        """The in-flight record of ``source``: what survives this process's death."""
-        from pytest_cgraph.guard import InFlightProgram
-
-        return InFlightProgram(
-            nodeid=self.nodeid,
-            family=self.family,
-            source=source,
-            backend=self.options.backend,
-            device=self.device,
-            iters=self.options.iters,
-            timeout=self.options.timeout,
-            setup_modules=self.setup_modules,
-            pid=os.getpid(),
-            seed=self.campaign_seed,
-        )
-
-    def _make_checker(self) -> InProcessChecker | IsolatedChecker:
-        from pytest_cgraph.checkers import InProcessChecker, IsolatedChecker
-        from pytest_cgraph.guard import InFlight
-
-        if not self.options.isolate:
-            inflight = InFlight(self.options.repro_dir, self.nodeid)
-            return InProcessChecker(inflight, self.options.timeout)
-        if ISOLATED_KEY not in self.config.stash:
-            self.config.stash[ISOLATED_KEY] = IsolatedChecker(
-                self.setup_modules, self.options.timeout
-            )
-        return self.config.stash[ISOLATED_KEY]
+        self._last_progress = 0.0
 
     @property
     def item_seed(self) -> int:
@@ -134,101 +62,108 @@ class CampaignItem(pytest.Item):
         return (self.campaign_seed ^ zlib.crc32(self.nodeid.encode())) & 0xFFFFFFFF
 
     def runtest(self) -> None:
-        from pytest_cgraph.repro import known_signatures
+        from pytest_cgraph.hunt import Budget, Hunt
+        from pytest_cgraph.strategies import programs
 
-        stats = self.stash.setdefault(STATS_KEY, RunStats())
+        stats = session.stats_of(self)
+        stats.campaign = True
+        options = self.options
+        checker = self._checker()
         started = time.perf_counter()
-        hunt = Hunt(known=known_signatures(self.options.repro_dir))
-        found: list[tuple[ProgramFailure, str]] = []
-        self.checker = self._make_checker()
+        hunt = Hunt(
+            family=self.family,
+            strategy=programs(families=(self.family,), iters=options.iters),
+            check=checker.check,
+            case_of=self._case_of,
+            record=lambda failure: self._record(failure, checker),
+            registry=session.registry(self.config),
+            layer_of=_layer_of,
+            budget=Budget(options.examples, options.duration, options.shrink_seconds),
+            stats=stats,
+            strict=options.strict,
+            seed=self.item_seed,
+            database_key=self.nodeid.encode(),
+            progress=self._progress,
+        )
         try:
-            for round_number in range(1, MAX_ROUNDS + 1):
-                hunt.first_failure = None
-                try:
-                    run_round(self, stats, hunt, round_number)
-                except ProgramFailure as failure:
-                    record, repro_line = self._record(failure, hunt)
-                    stats.failures.append(record)
-                    hunt.new[failure.difference.signature] = record
-                    found.append((failure, repro_line))
-                    if hunt.checked >= self.options.examples or hunt.stalled:
-                        break
-                    continue
-                break
+            found = hunt.run()
         finally:
-            if not self.options.isolate:
-                self.checker.close()
+            if not options.isolate:
+                checker.close()
             stats.seconds += time.perf_counter() - started
-            stats.count_hits(hunt.hits, hunt.known, set(hunt.new))
         if found:
-            raise NewBugsFound(self.family, found, hunt.stalled)
+            verbose = self.config.get_verbosity() > 0
+            raise NewBugsFound(self.family, found, hunt.stalled, verbose)
 
-    def _record(self, failure: ProgramFailure, hunt: Hunt) -> tuple[Failure, str]:
-        """Write the repro of a shrunk failure and describe both for the summary."""
-        from pytest_cgraph.repro import Finding, make_repro
+    def _checker(self) -> InProcessChecker | IsolatedChecker:
+        from pytest_cgraph.checkers import InProcessChecker
+        from pytest_cgraph.guard import InFlight
 
-        replay = self._replay(failure)
-        if replay is not None:
-            record = Failure.of(
-                failure.difference,
-                self.family,
-                self.nodeid,
-                statements=failure.statements,
-                examples_to_failure=hunt.examples_to_failure,
-                flaky=replay,
-            )
-            return record, (
-                f"FLAKY: it failed once ({failure.difference.signature}), then the same "
-                f"program {replay} when replayed; no repro file is written for a failure "
-                "that does not reproduce (its program is above)"
-            )
-        finding = Finding(
-            source=failure.source,
-            difference=failure.difference,
+        if self.options.isolate:
+            return session.isolated_checker(self.config)
+        inflight = InFlight(self.options.repro_dir, self.nodeid)
+        return InProcessChecker(inflight, self.options.timeout)
+
+    def _case_of(self, program: Any, source: str) -> Case:
+        return Case(
+            source=source,
             backend=self.options.backend,
-            device=self.device,
+            device=session.device(self.config),
             iters=self.options.iters,
             family=self.family,
-            size=failure.size,
             nodeid=self.nodeid,
             seed=self.campaign_seed,
-            setup_modules=self.setup_modules,
-            timeout=self.options.timeout,
+            size=program.size(),
+            statements=len(program.statements),
+            timeout=self.options.timeout or None,
+            setup_modules=session.plugin_modules(self.config),
         )
-        outcome = make_repro(finding, self.options.repro_dir)
-        seconds = time.perf_counter() - hunt.first_failure if hunt.first_failure else None
-        record = Failure.of(
-            failure.difference,
-            self.family,
-            self.nodeid,
-            repro=str(outcome.path) if outcome.path is not None else None,
-            layer=outcome.layer,
-            statements=failure.statements,
-            examples_to_failure=hunt.examples_to_failure,
-            seconds_to_repro=round(seconds, 2) if seconds is not None else None,
-        )
-        return record, outcome.line()
 
-    def _replay(self, failure: ProgramFailure) -> str | None:
-        """Check the shrunk program once more: how the replay went, if not the same failure.
+    def _record(self, failure: Failure, checker: InProcessChecker | IsolatedChecker) -> Failure:
+        """Replay the shrunk failure once more, then write its repro.
 
-        A hang or a dead process is replayed by its repro's subprocess check.
+        A failure whose replay passes (or fails otherwise) is flaky: no repro
+        is written for what does not reproduce. A hang or a dead process is
+        replayed by its repro's subprocess check instead.
         """
-        if failure.difference.ends_process:
-            return None
-        outcome = self.checker.check(
-            failure.source,
-            self.options.backend,
-            self.device,
-            self.options.iters,
-            self.inflight_program(failure.source),
+        from pytest_cgraph.repro import make_repro
+
+        if not failure.difference.ends_process:
+            replayed = checker.check(failure.case)
+            again = replayed.difference
+            if again is None or again.signature != failure.signature:
+                how = (
+                    "passed"
+                    if replayed.verdict is Verdict.PASS
+                    else f"failed differently ({again.signature})"
+                    if again is not None
+                    else f"was {replayed.verdict}"
+                )
+                return failure.with_repro(
+                    ReproResult(
+                        ReproStatus.FLAKY,
+                        detail=f"it failed once, then the same program {how} when replayed",
+                    )
+                )
+        return make_repro(failure, self.options.repro_dir)
+
+    def _progress(self, hunt: Hunt) -> None:
+        """A line every ``PROGRESS_SECONDS`` with ``-v``: an item can run for minutes."""
+        now = time.monotonic()
+        if self.config.get_verbosity() < 1 or now - self._last_progress < PROGRESS_SECONDS:
+            return
+        if not self._last_progress:
+            self._last_progress = now
+            return
+        self._last_progress = now
+        elapsed = now - hunt.started
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        line = (
+            f"{self.nodeid}: {hunt.drawn} drawn, {hunt.checks} checked, {len(hunt.new)} new, "
+            f"{hunt.known_hits} known, {hunt.checks / max(elapsed, 1e-9):.1f} programs/s"
         )
-        found = outcome.difference()
-        if found is None:
-            return "passed" if outcome.verdict == "pass" else f"was {outcome.verdict}"
-        if found[0].signature != failure.difference.signature:
-            return f"failed differently ({found[0].signature})"
-        return None
+        if reporter is not None and not hasattr(self.config, "workerinput"):
+            reporter.write_line(line)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, NewBugsFound):
@@ -239,50 +174,17 @@ class CampaignItem(pytest.Item):
         return "cgraph", None, f"cgraph campaign: {self.family} programs"
 
 
-#: Rounds of search per item: each new signature starts a round.
-MAX_ROUNDS = 20
+def _layer_of(case: Case) -> str | None:
+    from pytest_cgraph.repro import locate_layer
 
-#: Known hangs or process deaths in a row after which an item stops hunting.
-STALL_AFTER = 3
-
-
-@dataclass
-class Hunt:
-    """One item's search across rounds: what it knows, has found, and has checked."""
-
-    known: dict[str, str]  # signature -> repro path, from the repro dir
-    new: dict[str, Failure] = field(default_factory=dict)
-    hits: dict[str, int] = field(default_factory=dict)  # signature -> failing programs seen
-    checked: int = 0
-    first_failure: float | None = None
-    examples_to_failure: int | None = None
-    ends_in_a_row: int = 0
-
-    def is_known(self, signature: str, strict: bool) -> bool:
-        """A failure to count and pass over: already a repro, or already found this run."""
-        self.hits[signature] = self.hits.get(signature, 0) + 1
-        return signature in self.new or (signature in self.known and not strict)
-
-    def passed_over(self, difference: Difference) -> None:
-        """A known failure was passed over: count hangs and deaths in a row."""
-        self.ends_in_a_row = self.ends_in_a_row + 1 if difference.ends_process else 0
-
-    def checked_one(self) -> None:
-        """A program ran to a verdict of its own: the run of hangs is broken."""
-        self.ends_in_a_row = 0
-
-    @property
-    def stalled(self) -> bool:
-        """Known hangs or deaths on every recent program: each costs a time limit or a
-        fresh process, so the item stops hunting rather than pay them ``examples`` times."""
-        return self.ends_in_a_row >= STALL_AFTER
+    return locate_layer(case)[0]
 
 
-def make_items(session: pytest.Session, options: CgraphOptions, seed: int) -> list[CampaignItem]:
+def make_items(session_: pytest.Session, options: CgraphOptions, seed: int) -> list[CampaignItem]:
     """The campaign's items, one per selected family, in the families' order."""
     return [
         CampaignItem.from_parent(
-            session,
+            session_,
             name=family,
             nodeid=f"cgraph::{family}",
             family=family,
@@ -291,117 +193,3 @@ def make_items(session: pytest.Session, options: CgraphOptions, seed: int) -> li
         )
         for family in options.families
     ]
-
-
-def plugin_modules(config: pytest.Config) -> tuple[str, ...]:
-    """Modules loaded with ``-p``: a backend they register must be registered in a repro too.
-
-    Only names importable as modules (``-p pytester`` names pytest's own
-    ``_pytest.pytester``, which a repro must not import).
-    """
-    import importlib.util
-
-    found = []
-    for name in getattr(config.option, "plugins", None) or []:
-        if name.startswith("no:"):
-            continue
-        try:
-            if importlib.util.find_spec(name) is not None:
-                found.append(name)
-        except (ImportError, ValueError):
-            continue
-    return tuple(found)
-
-
-def run_round(item: CampaignItem, stats: RunStats, hunt: Hunt, round_number: int) -> None:
-    """One Hypothesis search: draw, check and (on a new difference) shrink programs."""
-    from hypothesis import HealthCheck, Phase, given, reject, settings
-    from hypothesis import seed as hypothesis_seed
-
-    from pytest_cgraph.strategies import programs
-
-    options = item.options
-    device = item.device
-    checker = item.checker
-    # Shrinking re-checks many near-identical programs; each check compiles.
-    # Outcomes are memoised by source, and once the shrink budget is spent
-    # new candidates are rejected, so Hypothesis settles on the smallest
-    # failure found so far (and can still replay it from the memo).
-    outcomes: dict[str, ProgramFailure | None] = {}
-
-    def fuzz(program: Any) -> None:
-        source = program.render()
-        if source not in outcomes:
-            if (
-                (
-                    hunt.first_failure is not None
-                    and time.perf_counter() - hunt.first_failure > SHRINK_SECONDS
-                )
-                or (hunt.first_failure is None and hunt.checked >= options.examples)
-                or hunt.stalled
-            ):
-                reject()
-            outcomes[source] = check(program, source)
-        failure = outcomes[source]
-        if failure is not None:
-            if hunt.first_failure is None:
-                hunt.first_failure = time.perf_counter()
-                hunt.examples_to_failure = hunt.checked
-            # Raised from this one place, outside any except block: Hypothesis
-            # tells failures apart by where they are raised and their context.
-            raise ProgramFailure(
-                failure.difference,
-                failure.message,
-                source,
-                item.family,
-                failure.size,
-                failure.statements,
-            )
-
-    def check(program: Any, source: str) -> ProgramFailure | None:
-        hunt.checked += 1
-        stats.count_program(item.family, program.all_features())
-        outcome = checker.check(
-            source, options.backend, device, options.iters, item.inflight_program(source)
-        )
-        if outcome.verdict in ("invalid", "pass"):
-            hunt.checked_one()
-        if outcome.verdict == "invalid":
-            stats.count_invalid(outcome.value)
-            return None
-        if outcome.verdict == "pass":
-            report = outcome.value
-            stats.count_report(report.compiles, report.graphs_captured, report.skip_reasons)
-            return None
-        if outcome.verdict == "error":
-            raise RuntimeError(f"pytest-cgraph's check itself failed: {outcome.message}")
-        found = outcome.difference()
-        assert found is not None
-        difference, message = found
-        if hunt.is_known(difference.signature, options.strict):
-            hunt.passed_over(difference)
-            return None
-        return ProgramFailure(
-            difference, message, source, item.family, program.size(), len(program.statements)
-        )
-
-    # One database key per item: the same function serves every family.
-    fuzz._hypothesis_internal_add_digest = item.nodeid.encode()  # type: ignore[attr-defined]
-    test = settings(
-        max_examples=max(options.examples - hunt.checked, 1),
-        deadline=None,
-        report_multiple_bugs=False,
-        # No "explain" phase: its line-coverage notes point into this harness.
-        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
-        suppress_health_check=[
-            HealthCheck.too_slow,
-            HealthCheck.filter_too_much,
-            HealthCheck.data_too_large,
-            HealthCheck.large_base_example,
-        ],
-    )(
-        hypothesis_seed(item.item_seed + round_number - 1)(
-            given(programs(families=(item.family,), iters=options.iters))(fuzz)
-        )
-    )
-    test()

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing
-import signal
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
+from pytest_cgraph.failures import Case, Outcome, Verdict
+from pytest_cgraph.guard import describe_exit
+
 if TYPE_CHECKING:
-    from pytest_cgraph.compare import Difference
-    from pytest_cgraph.guard import InFlight, InFlightProgram
+    from pytest_cgraph.guard import InFlight
 
 #: Imported by the forkserver once, before any child is forked from it.
 _PRELOAD = ["torch", "pytest_cgraph.runner"]
@@ -38,33 +38,24 @@ _PRELOAD = ["torch", "pytest_cgraph.runner"]
 RECYCLE_PROGRAMS = 500
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """What became of one program in the child.
+def check_case(case: Case) -> Outcome:
+    """Check ``case`` here and now: every way the program can end, as an :class:`Outcome`.
 
-    ``verdict`` is ``pass`` (``value`` is the CheckReport), ``invalid`` (the
-    reason), ``fail`` (the Difference; ``message`` is the error's text),
-    ``timeout`` or ``died`` (``message`` says how).
+    Only what the harness itself gets wrong escapes (as ``ERROR``): a hang
+    is the caller's to contain.
     """
+    from pytest_cgraph.errors import EquivalenceError, InvalidProgram
+    from pytest_cgraph.runner import check_source
 
-    verdict: str
-    value: Any = None
-    message: str = ""
-
-    def difference(self) -> tuple[Difference, str] | None:
-        """The failure as a difference and its message; ``None`` unless it failed."""
-        from pytest_cgraph.compare import CRASH, TIMEOUT, Difference
-
-        if self.verdict == "fail":
-            return self.value, self.message
-        if self.verdict == "timeout":
-            found = Difference(TIMEOUT, 0, "program", detail=self.message)
-        elif self.verdict == "died":
-            cause = self.message.rsplit(" ", 1)[-1] if "killed by" in self.message else "exit"
-            found = Difference(CRASH, 0, "process", detail=self.message, exception_type=cause)
-        else:
-            return None
-        return found, found.describe()
+    try:
+        report = check_source(
+            case.source, backend=case.backend, device=case.device, iters=case.iters
+        )
+    except InvalidProgram as invalid:
+        return Outcome(Verdict.INVALID, reason=invalid.reason)
+    except EquivalenceError as error:
+        return Outcome(Verdict.FAIL, error.difference)
+    return Outcome(Verdict.PASS, report=report)
 
 
 class InProcessChecker:
@@ -74,29 +65,20 @@ class InProcessChecker:
         self.inflight = inflight
         self.timeout = timeout
 
-    def check(
-        self, source: str, backend: str, device: str, iters: int, program: InFlightProgram
-    ) -> Outcome:
-        """Check ``source``; a hang becomes a ``timeout`` outcome."""
-        from pytest_cgraph.errors import EquivalenceError, InvalidProgram
+    def check(self, case: Case) -> Outcome:
+        """Check ``case``; a hang becomes a ``TIMEOUT`` outcome."""
         from pytest_cgraph.guard import ProgramTimeout, time_limit
-        from pytest_cgraph.runner import check_source
 
         if self.inflight is not None:
-            self.inflight.start(program)
+            self.inflight.start(case)
         try:
             with time_limit(self.timeout):
-                report = check_source(source, backend=backend, device=device, iters=iters)
-        except ProgramTimeout as timeout:
-            return Outcome("timeout", message=str(timeout))
-        except InvalidProgram as invalid:
-            return Outcome("invalid", str(invalid).split(": ", 1)[-1])
-        except EquivalenceError as error:
-            return Outcome("fail", error.difference, str(error))
+                return check_case(case)
+        except ProgramTimeout:
+            return Outcome.timed_out(self.timeout)
         finally:
             if self.inflight is not None:
                 self.inflight.finish()
-        return Outcome("pass", report)
 
     def close(self) -> None:
         """The item is done: its in-flight record goes."""
@@ -117,23 +99,23 @@ class IsolatedChecker:
         self.children_started = 0
         self._checked_by_child = 0
 
-    def check(
-        self, source: str, backend: str, device: str, iters: int, program: InFlightProgram
-    ) -> Outcome:
-        """Check ``source`` in the child; never raises for what the program does."""
+    def check(self, case: Case) -> Outcome:
+        """Check ``case`` in the child; never raises for what the program does."""
         if self._checked_by_child >= RECYCLE_PROGRAMS:
             self.close()
         connection = self._child()
         self._checked_by_child += 1
-        connection.send((source, backend, device, iters))
+        connection.send(case)
         if not connection.poll(self.timeout or None):
             self._kill()
-            return Outcome("timeout", message=f"ran longer than the {self.timeout:g} s limit")
+            return Outcome.timed_out(self.timeout)
         try:
-            verdict, value, message = connection.recv()
+            outcome: Outcome = connection.recv()
         except (EOFError, ConnectionError):
-            return Outcome("died", message=self._death())
-        return Outcome(verdict, value, message)
+            how = self._death()
+            cause = how.rsplit(" ", 1)[-1] if how.startswith("killed by") else "exit"
+            return Outcome.died(how, cause)
+        return outcome
 
     def close(self) -> None:
         """End the child: at session end, or to replace it with a fresh one."""
@@ -177,37 +159,17 @@ class IsolatedChecker:
         self._connection = None
 
 
-def describe_exit(exitcode: int | None) -> str:
-    """``killed by SIGSEGV``, ``exited with status 3``: how a process ended."""
-    if exitcode is None:
-        return "did not exit"
-    if exitcode < 0:
-        try:
-            return f"killed by {signal.Signals(-exitcode).name}"
-        except ValueError:
-            return f"killed by signal {-exitcode}"
-    return f"exited with status {exitcode}"
-
-
 def _serve(connection: Connection, setup_modules: tuple[str, ...]) -> None:
-    """The child's loop: check each source received, send back the outcome."""
-    from pytest_cgraph.errors import EquivalenceError, InvalidProgram
-    from pytest_cgraph.runner import check_source
-
+    """The child's loop: check each case received, send back the outcome."""
     for module in setup_modules:
         importlib.import_module(module)
     while True:
         try:
-            source, backend, device, iters = connection.recv()
+            case = connection.recv()
         except EOFError:
             return
         try:
-            report = check_source(source, backend=backend, device=device, iters=iters)
-        except InvalidProgram as invalid:
-            connection.send(("invalid", str(invalid).split(": ", 1)[-1], ""))
-        except EquivalenceError as error:
-            connection.send(("fail", error.difference, str(error)))
+            outcome = check_case(case)
         except Exception as error:  # the harness itself: reported, not a program failure
-            connection.send(("error", None, f"{type(error).__name__}: {error}"))
-        else:
-            connection.send(("pass", report, ""))
+            outcome = Outcome(Verdict.ERROR, reason=f"{type(error).__name__}: {error}")
+        connection.send(outcome)

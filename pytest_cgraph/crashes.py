@@ -11,65 +11,43 @@ what the campaign was checking when the process died is not lost.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_cgraph import session
+from pytest_cgraph.failures import Failure, Outcome
 from pytest_cgraph.guard import DeadProgram, inflight_path, read_dead_program, stale_records
 from pytest_cgraph.options import CgraphOptions
-from pytest_cgraph.stats import REPORT_KEY, Failure, RunStats
+from pytest_cgraph.stats import REPORT_KEY, RunStats
 
 
 def report_dead_program(
     dead: DeadProgram, options: CgraphOptions, cause: str
 ) -> tuple[str, Failure]:
-    """Write the dead program's repro; the failure's text and its record."""
-    from pytest_cgraph.compare import CRASH, TIMEOUT, Difference
-    from pytest_cgraph.repro import Finding, make_repro
+    """Write the dead program's repro; the failure's text and the failure."""
+    from pytest_cgraph.repro import make_repro
 
-    program = dead.program
     if dead.timed_out:
-        difference = Difference(
-            TIMEOUT,
-            0,
-            "program",
-            detail=f"it ran past the hard limit and {cause} ended it",
+        outcome = Outcome.timed_out(dead.case.timeout)
+        difference = outcome.difference
+        assert difference is not None
+        difference = dataclasses.replace(
+            difference, detail=f"it ran past the hard limit and {cause} ended it"
         )
     else:
-        difference = Difference(CRASH, 0, "process", detail=cause, exception_type="died")
-    finding = Finding(
-        source=program.source,
-        difference=difference,
-        backend=program.backend,
-        device=program.device,
-        iters=program.iters,
-        family=program.family,
-        size=len(program.source),
-        nodeid=program.nodeid,
-        seed=program.seed,
-        setup_modules=program.setup_modules,
-        timeout=program.timeout or None,
-    )
-    outcome = make_repro(finding, options.repro_dir)
-    difference = outcome.difference or difference  # "died" named by its signal when known
-    where = outcome.line()
+        outcome = Outcome.died(cause, "died")
+        difference = outcome.difference
+        assert difference is not None
+    failure = make_repro(Failure(dead.case, difference), options.repro_dir)
     stacks = (
         f"\n\nstack at the hard time limit (most recent call first):\n{_main_stack(dead.stacks)}"
         if dead.timed_out
         else ""
     )
-    text = (
-        f"{difference.describe()}\nwhile checking this program ({program.family}):\n"
-        f"{program.source}\n{where}{stacks}"
-    )
-    failure = Failure.of(
-        difference,
-        program.family,
-        program.nodeid,
-        repro=str(outcome.path) if outcome.path is not None else None,
-    )
-    return text, failure
+    return failure.report() + stacks, failure
 
 
 def _main_stack(stacks: str, lines: int = 20) -> str:
@@ -116,14 +94,12 @@ class DiedItem(pytest.Item):
         self.add_marker("cgraph")
 
     def runtest(self) -> None:
-        from pytest_cgraph.campaign import STATS_KEY
-
         dead = read_dead_program(self.record)
         if dead is None:
             forget(self.record)
             return  # unreadable: nothing to report, nothing to keep
         text, failure = report_dead_program(dead, self.options, "the previous run's process died")
-        self.stash.setdefault(STATS_KEY, RunStats()).failures.append(failure)
+        session.stats_of(self).failures.append(failure)
         forget(self.record)
         raise DeadProgramFound(text)
 

@@ -27,9 +27,11 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+from pytest_cgraph.failures import Case
 
 INFLIGHT_DIR = ".cgraph-inflight"
 
@@ -87,22 +89,6 @@ def time_limit(seconds: float | None) -> Iterator[None]:
             signal.setitimer(signal.ITIMER_REAL, max(remaining, 0.001), outer_interval)
 
 
-@dataclass(frozen=True)
-class InFlightProgram:
-    """What a process was checking: enough to report and reproduce it if the process dies."""
-
-    nodeid: str
-    family: str
-    source: str
-    backend: str
-    device: str
-    iters: int
-    timeout: float
-    setup_modules: tuple[str, ...]
-    pid: int
-    seed: int | None = None
-
-
 def inflight_path(repro_dir: Path, nodeid: str) -> Path:
     """The record of the program ``nodeid`` is checking (one item runs in one process)."""
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_") or "item"
@@ -118,8 +104,12 @@ class InFlight:
         self._stacks: IO[str] | None = None
         self._made_repro_dir = not repro_dir.exists()
 
-    def start(self, program: InFlightProgram) -> None:
-        """Record ``program`` (atomically) and arm the hard limit before running it."""
+    def start(self, case: Case, pid: int | None = None) -> None:
+        """Record ``case`` (atomically) and arm the hard limit before running it.
+
+        ``pid`` is the process checking it: this one, unless the check runs
+        in a child that the record must name.
+        """
         for attempt in range(3):
             # Another process may remove the (empty) directory between the
             # two calls, at the end of its item: make it again and retry.
@@ -131,13 +121,13 @@ class InFlight:
                 if attempt == 2:
                     raise
         with os.fdopen(handle, "w") as stream:
-            json.dump(asdict(program), stream)
+            json.dump({"case": case.to_json(), "pid": pid or os.getpid()}, stream)
         os.replace(temporary, self.path)
-        if program.timeout:
+        if case.timeout:
             if self._stacks is None:
                 self._stacks = open(self.stacks_path, "w")  # noqa: SIM115 (held for the watchdog)
             faulthandler.dump_traceback_later(
-                program.timeout + HARD_LIMIT_GRACE, exit=True, file=self._stacks
+                case.timeout + HARD_LIMIT_GRACE, exit=True, file=self._stacks
             )
 
     def finish(self) -> None:
@@ -165,7 +155,8 @@ class InFlight:
 class DeadProgram:
     """A program whose process died while checking it, and what is known of how."""
 
-    program: InFlightProgram
+    case: Case
+    pid: int
     timed_out: bool
     stacks: str
     record: Path
@@ -175,14 +166,14 @@ def read_dead_program(record: Path) -> DeadProgram | None:
     """The in-flight program of a process that died, or ``None`` if there is none to read."""
     try:
         data = json.loads(record.read_text())
-        program = InFlightProgram(**{**data, "setup_modules": tuple(data["setup_modules"])})
+        case, pid = Case.from_json(data["case"]), int(data["pid"])
     except (OSError, ValueError, TypeError, KeyError):
         return None
     try:
         stacks = record.with_suffix(".stacks").read_text(errors="replace")
     except OSError:
         stacks = ""
-    return DeadProgram(program, bool(_WATCHDOG_HEADER.search(stacks)), stacks, record)
+    return DeadProgram(case, pid, bool(_WATCHDOG_HEADER.search(stacks)), stacks, record)
 
 
 def stale_records(repro_dir: Path) -> list[Path]:
@@ -193,7 +184,7 @@ def stale_records(repro_dir: Path) -> list[Path]:
     stale = []
     for record in sorted(directory.glob("*.json")):
         dead = read_dead_program(record)
-        if dead is None or not _alive(dead.program.pid):
+        if dead is None or not _alive(dead.pid):
             stale.append(record)
     return stale
 
@@ -206,3 +197,15 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def describe_exit(exitcode: int | None) -> str:
+    """``killed by SIGSEGV``, ``exited with status 3``: how a process ended."""
+    if exitcode is None:
+        return "did not exit"
+    if exitcode < 0:
+        try:
+            return f"killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+    return f"exited with status {exitcode}"

@@ -1,176 +1,241 @@
 """``@pytest.mark.cgraph_equivalent``: a user's test function is the program.
 
-The test returns the tensors to compare; its tensor arguments (fixtures,
-parametrize, Hypothesis ``@given``) are cloned per side and checked for
-mutations and grads. With ``--cgraph`` the function is checked against its
-compiled self; without, it runs once, eagerly, as a plain test. Either way
-it must return at least one tensor.
+The test returns the tensors to compare; its arguments (fixtures,
+parametrize, Hypothesis ``@given``) — tensors, modules, optimizers — are
+copied per side and checked for mutations and grads. With ``--cgraph`` the
+function is checked against its compiled self; without, it runs once,
+eagerly, as a plain test. Either way it must return at least one tensor.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
-from pytest_cgraph.options import CgraphOptions
-from pytest_cgraph.stats import Failure, RunStats
-
-if TYPE_CHECKING:
-    from pytest_cgraph.errors import EquivalenceError
+from pytest_cgraph import session
+from pytest_cgraph.failures import Case, Failure, ReproResult, ReproStatus
+from pytest_cgraph.options import OPTIONS_KEY, CgraphOptions
+from pytest_cgraph.oracle.errors import ConfigurationError, EquivalenceError
+from pytest_cgraph.validation import non_negative_number, positive_int
 
 MARKER = "cgraph_equivalent"
 MARKER_HELP = (
     "cgraph_equivalent(iters=5, backend=None, rtol=None, atol=None): the test returns "
     "tensors; with --cgraph they are checked against the compiled test"
 )
-_ALLOWED = ("iters", "backend", "rtol", "atol")
 
 
-def marker_settings(item: pytest.Item) -> dict[str, Any] | None:
-    """The marker's keywords, validated; ``None`` if the item is not marked.
+@dataclass(frozen=True)
+class MarkerSettings:
+    """The marker's keywords, validated; ``None`` means the session's option."""
 
-    A bad marker fails the test at setup with one line.
-    """
-    marks = list(item.iter_markers(MARKER))
-    if not marks:
-        return None
-    settings: dict[str, Any] = {}
-    for mark in reversed(marks):  # the closest mark wins
-        if mark.args:
-            _reject(item, f"takes keywords only ({', '.join(_ALLOWED)}), got {mark.args!r}")
-        for key, value in mark.kwargs.items():
-            if key not in _ALLOWED:
-                _reject(item, f"unknown argument {key!r}; allowed: {', '.join(_ALLOWED)}")
-            settings[key] = value
-    iters = settings.get("iters")
-    if iters is not None and (isinstance(iters, bool) or not isinstance(iters, int) or iters < 1):
-        _reject(item, f"iters must be a positive int, got {iters!r}")
-    backend = settings.get("backend")
-    if backend is not None and not (isinstance(backend, str) and backend) and not callable(backend):
-        _reject(item, f"backend must be a backend name or a compiler, got {backend!r}")
-    for key in ("rtol", "atol"):
-        value = settings.get(key)
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
+    iters: int | None = None
+    backend: str | Callable[..., Any] | None = None
+    rtol: float | None = None
+    atol: float | None = None
+
+    @classmethod
+    def of(cls, item: pytest.Item) -> MarkerSettings | None:
+        """The settings of a marked item (the closest mark wins); ``None`` if unmarked.
+
+        A bad marker fails the test at setup with one line.
+        """
+        marks = list(item.iter_markers(MARKER))
+        if not marks:
+            return None
+        allowed = [f.name for f in dataclasses.fields(cls)]
+        given: dict[str, Any] = {}
+        for mark in reversed(marks):
+            if mark.args:
+                raise _reject(
+                    item, f"takes keywords only ({', '.join(allowed)}), got {mark.args!r}"
+                )
+            for key, value in mark.kwargs.items():
+                if key not in allowed:
+                    raise _reject(item, f"unknown argument {key!r}; allowed: {', '.join(allowed)}")
+                given[key] = value
+        backend = given.get("backend")
+        if (
+            backend is not None
+            and not (isinstance(backend, str) and backend)
+            and not callable(backend)
         ):
-            _reject(item, f"{key} must be a non-negative number, got {value!r}")
-    return settings
+            raise _reject(item, f"backend must be a backend name or a compiler, got {backend!r}")
+        try:
+            return cls(
+                iters=None if given.get("iters") is None else positive_int(given["iters"], "iters"),
+                backend=backend,
+                rtol=None
+                if given.get("rtol") is None
+                else non_negative_number(given["rtol"], "rtol"),
+                atol=None
+                if given.get("atol") is None
+                else non_negative_number(given["atol"], "atol"),
+            )
+        except ConfigurationError as error:
+            raise _reject(item, str(error)) from None
 
 
-def _reject(item: pytest.Item, problem: str) -> None:
-    pytest.fail(f"{item.nodeid}: @pytest.mark.{MARKER}: {problem}", pytrace=False)
+def _reject(item: pytest.Item, problem: str) -> BaseException:
+    """A bad marker as one line: no traceback, no chained exception."""
+    return _failed(f"{item.nodeid}: @pytest.mark.{MARKER}: {problem}")
+
+
+def _failed(message: str) -> BaseException:
+    """``pytest.fail``'s exception, to be raised ``from None`` inside an ``except``
+    block: pytest would otherwise print the caught exception as well."""
+    return pytest.fail.Exception(message, pytrace=False)
 
 
 @dataclass
-class MarkedFailure:
-    """A difference found in one call of a marked test: what a repro needs."""
+class MarkedRun:
+    """One marked test's run: its settings, and the last failing call (for the repro)."""
 
-    error: EquivalenceError
-    function: Callable[..., Any]
-    names: list[str]
-    values: list[Any]
-    backend: str | Callable[..., Any]
-    iters: int
+    item: pytest.Function
+    settings: MarkerSettings
+    options: CgraphOptions
+    failed_call: tuple[EquivalenceError, Callable[..., Any], list[str], list[Any]] | None = None
+
+    @property
+    def iters(self) -> int:
+        """Iterations per check: the marker's, else the session's."""
+        return self.settings.iters or self.options.iters
+
+    @property
+    def backend(self) -> str | Callable[..., Any]:
+        """The backend: the marker's, else the session's."""
+        return self.settings.backend or self.options.backend
+
+    def check(self, function: Callable[..., Any], names: list[str], values: list[Any]) -> None:
+        """One check of the test function on one set of arguments."""
+        import torch
+        import torch.utils._pytree as pytree
+
+        def program(*arguments: Any) -> Any:
+            return function(**dict(zip(names, arguments, strict=True)))
+
+        program.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
+        )
+        if not self.options.enabled:
+            result = program(*values)
+            if not any(isinstance(leaf, torch.Tensor) for leaf in pytree.tree_leaves(result)):
+                self._no_tensors(result)
+            return
+
+        from pytest_cgraph.errors import InvalidProgram
+        from pytest_cgraph.guard import ProgramTimeout, time_limit
+        from pytest_cgraph.runner import check_equivalent
+
+        stats = session.stats_of(self.item)
+        stats.count_program("marker", set())
+        try:
+            with time_limit(self.options.timeout):
+                report = check_equivalent(
+                    program,
+                    *values,
+                    iters=self.iters,
+                    backend=self.backend,
+                    device=session.device(self.item.config),
+                    rtol=self.settings.rtol,
+                    atol=self.settings.atol,
+                )
+        except ProgramTimeout as timeout:
+            raise _failed(f"{self.item.nodeid}: timeout: {timeout} (--cgraph-timeout)") from None
+        except InvalidProgram as invalid:
+            # The user's own test raised eagerly: that is its failure, as is.
+            raise invalid.cause from None
+        except ConfigurationError as error:
+            raise _failed(f"{self.item.nodeid}: {error}") from None
+        except EquivalenceError as error:
+            # The arguments are the caller's, untouched: the check copied them.
+            self.failed_call = (error, function, names, values)
+            raise
+        stats.count_report(report.compiles, report.graphs_captured, report.skip_reasons)
+        if report.tensor_outputs == 0:
+            self._no_tensors(None)
+
+    def _no_tensors(self, result: Any) -> None:
+        pytest.fail(
+            f"{self.item.nodeid}: a @pytest.mark.{MARKER} test must return the tensors to "
+            f"compare (got {type(result).__name__ if result is not None else 'None'})",
+            pytrace=False,
+        )
+
+    def record_failure(self) -> Failure:
+        """The last failing call as a failure, its repro written where it can be inlined."""
+        from pytest_cgraph.repro import make_repro
+        from pytest_cgraph.standalone import NotInlinable, program_source
+
+        assert self.failed_call is not None
+        error, function, names, values = self.failed_call
+        try:
+            backend = _backend_name(self.backend)
+            source, size = program_source(
+                function, names, values, self.iters, self.settings.rtol, self.settings.atol
+            )
+        except NotInlinable as reason:
+            case = Case(
+                "",
+                str(self.backend),
+                session.device(self.item.config),
+                self.iters,
+                nodeid=self.item.nodeid,
+            )
+            return Failure(
+                case, error.difference, ReproResult(ReproStatus.NOT_INLINABLE, detail=str(reason))
+            )
+        case = Case(
+            source=source,
+            backend=backend,
+            device=session.device(self.item.config),
+            iters=self.iters,
+            family="marker",
+            nodeid=self.item.nodeid,
+            size=size,
+            setup_modules=session.plugin_modules(self.item.config),
+            replay=f"pytest --cgraph '{self.item.nodeid}'",
+        )
+        return make_repro(Failure(case, error.difference), self.options.repro_dir)
 
 
-def run_marked(
-    pyfuncitem: pytest.Function,
-    settings: dict[str, Any],
-    options: CgraphOptions,
-    device: str,
-    stats: RunStats,
-) -> None:
+def run_marked(item: pytest.Function, settings: MarkerSettings) -> None:
     """Run a marked test: checked against compile with ``--cgraph``, else once, eagerly.
 
-    A difference fails the test; its last failing call (under ``@given``,
-    the shrunk example Hypothesis replays last) becomes a repro file.
+    A difference fails the test in a screenful (no frames of this plugin);
+    its last failing call (under ``@given``, the shrunk example Hypothesis
+    replays last) becomes a repro file.
     """
-    testfunction = pyfuncitem.obj
-    names = list(pyfuncitem._fixtureinfo.argnames)
-    funcargs = {name: pyfuncitem.funcargs[name] for name in names}
+    options = item.config.stash[OPTIONS_KEY]
+    run = MarkedRun(item, settings, options)
+    names = list(item._fixtureinfo.argnames)
+    funcargs = {name: item.funcargs[name] for name in names}
+    testfunction = item.obj
     hypothesis = getattr(testfunction, "hypothesis", None)
-    failures: list[MarkedFailure] = []
     try:
         if hypothesis is not None and hasattr(hypothesis, "inner_test"):
-            _wrap_hypothesis_inner(
-                hypothesis, pyfuncitem.nodeid, settings, options, device, stats, failures
-            )
+            _wrap_hypothesis_inner(hypothesis, run)
             testfunction(**funcargs)
         else:
-            check_program(
-                pyfuncitem.nodeid,
-                testfunction,
-                names,
-                [funcargs[n] for n in names],
-                settings,
-                options,
-                device,
-                stats,
-                failures,
-            )
-    except BaseException:
-        if failures:
-            _record_failure(pyfuncitem, failures[-1], settings, options, device, stats)
-        raise
-
-
-def _record_failure(
-    item: pytest.Function,
-    failure: MarkedFailure,
-    settings: dict[str, Any],
-    options: CgraphOptions,
-    device: str,
-    stats: RunStats,
-) -> None:
-    """Write the failing call's repro (when it can be written inline) and note it."""
-    from pytest_cgraph.campaign import plugin_modules
-    from pytest_cgraph.repro import Finding, make_repro
-    from pytest_cgraph.standalone import NotInlinable, program_source
-
-    difference = failure.error.difference
-    path = layer = None
-    try:
-        backend = _backend_name(failure.backend)
-        source, size = program_source(
-            failure.function,
-            failure.names,
-            failure.values,
-            failure.iters,
-            rtol=settings.get("rtol"),
-            atol=settings.get("atol"),
-        )
-    except NotInlinable as reason:
-        line = f"no repro file (not written inline): {reason}"
-    else:
-        finding = Finding(
-            source=source,
-            difference=difference,
-            backend=backend,
-            device=device,
-            iters=failure.iters,
-            family="marker",
-            size=size,
-            nodeid=item.nodeid,
-            setup_modules=plugin_modules(item.config),
-            replay=f"pytest --cgraph '{item.nodeid}'",
-        )
-        outcome = make_repro(finding, options.repro_dir)
-        path, layer, line = outcome.path, outcome.layer, outcome.line()
-    failure.error.add_note(f"cgraph {line}")
-    stats.failures.append(
-        Failure.of(
-            difference,
-            "marker",
-            item.nodeid,
-            repro=str(path) if path is not None else None,
-            layer=layer,
-        )
-    )
+            run.check(testfunction, names, [funcargs[n] for n in names])
+    except EquivalenceError as error:
+        if run.failed_call is None:
+            raise
+        failure = run.record_failure()
+        session.stats_of(item).failures.append(failure)
+        verbose = item.config.get_verbosity() > 0
+        notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", []))
+        context = f"\n{error.context}" if error.context else ""
+        assert failure.repro is not None
+        raise _failed(
+            f"{error.difference.describe(verbose)}{context}{notes}\ncgraph {failure.repro.line()}"
+        ) from None
 
 
 def _backend_name(backend: str | Callable[..., Any]) -> str:
@@ -186,99 +251,14 @@ def _backend_name(backend: str | Callable[..., Any]) -> str:
     raise NotInlinable(f"the backend {backend!r} has no importable name (use module:attr)")
 
 
-def _wrap_hypothesis_inner(
-    hypothesis: Any,
-    nodeid: str,
-    settings: dict[str, Any],
-    options: CgraphOptions,
-    device: str,
-    stats: RunStats,
-    failures: list[MarkedFailure],
-) -> None:
+def _wrap_hypothesis_inner(hypothesis: Any, run: MarkedRun) -> None:
     """Make each example Hypothesis draws the program (``inner_test`` is its plugin hook)."""
     inner = getattr(hypothesis.inner_test, "_cgraph_original", hypothesis.inner_test)
 
     def checked(*args: Any, **kwargs: Any) -> None:
         names = list(kwargs)
-        check_program(
-            nodeid,
-            functools.partial(inner, *args),
-            names,
-            [kwargs[n] for n in names],
-            settings,
-            options,
-            device,
-            stats,
-            failures,
-        )
+        run.check(functools.partial(inner, *args), names, [kwargs[n] for n in names])
 
     functools.update_wrapper(checked, inner)  # Hypothesis names the test after it
     checked._cgraph_original = inner  # type: ignore[attr-defined]
     hypothesis.inner_test = checked
-
-
-def check_program(
-    nodeid: str,
-    function: Callable[..., Any],
-    names: list[str],
-    values: list[Any],
-    settings: dict[str, Any],
-    options: CgraphOptions,
-    device: str,
-    stats: RunStats,
-    failures: list[MarkedFailure],
-) -> None:
-    """One check of a marked test's function on one set of arguments."""
-    import torch
-    import torch.utils._pytree as pytree
-
-    def program(*arguments: Any) -> Any:
-        return function(**dict(zip(names, arguments, strict=True)))
-
-    program.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
-    )
-    if not options.enabled:
-        result = program(*values)
-        if not any(isinstance(leaf, torch.Tensor) for leaf in pytree.tree_leaves(result)):
-            _no_tensors(nodeid, result)
-        return
-
-    from pytest_cgraph.errors import EquivalenceError, InvalidProgram
-    from pytest_cgraph.guard import ProgramTimeout, time_limit
-    from pytest_cgraph.runner import check_equivalent
-
-    stats.count_program("marker", set())
-    iters = settings.get("iters") or options.iters
-    backend = settings.get("backend") or options.backend
-    try:
-        with time_limit(options.timeout):
-            report = check_equivalent(
-                program,
-                *values,
-                iters=iters,
-                backend=backend,
-                device=device,
-                rtol=settings.get("rtol"),
-                atol=settings.get("atol"),
-            )
-    except ProgramTimeout as timeout:
-        pytest.fail(f"{nodeid}: timeout: {timeout} (--cgraph-timeout)", pytrace=False)
-    except InvalidProgram as invalid:
-        # The user's own test raised eagerly: that is its failure, as is.
-        raise invalid.cause from None
-    except EquivalenceError as error:
-        # The arguments are the caller's, untouched: the check cloned them.
-        failures.append(MarkedFailure(error, function, names, values, backend, iters))
-        raise
-    stats.count_report(report.compiles, report.graphs_captured, report.skip_reasons)
-    if report.tensor_outputs == 0:
-        _no_tensors(nodeid, None)
-
-
-def _no_tensors(nodeid: str, result: Any) -> None:
-    pytest.fail(
-        f"{nodeid}: a @pytest.mark.{MARKER} test must return the tensors to compare "
-        f"(got {type(result).__name__ if result is not None else 'None'})",
-        pytrace=False,
-    )

@@ -7,14 +7,22 @@ then default; an error names the value, where it came from, and the legal form.
 
 from __future__ import annotations
 
-import re
+import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
+from pytest_cgraph.oracle.errors import ConfigurationError
 from pytest_cgraph.strategies.families import FAMILIES
+from pytest_cgraph.validation import (
+    device_spec,
+    duration,
+    non_negative_number,
+    positive_int,
+)
 
 DEFAULT_BACKEND = "cudagraphs"
 DEFAULT_DEVICE = "auto"
@@ -22,6 +30,17 @@ DEFAULT_ITERS = 5
 DEFAULT_EXAMPLES = 100
 DEFAULT_REPRO_DIR = "cgraph-repros"
 DEFAULT_TIMEOUT = 120.0
+DEFAULT_SHRINK_SECONDS = 20.0
+
+T = TypeVar("T")
+
+
+class OptionKind(enum.Enum):
+    """How an option is given: a flag, one value, or a value that may repeat."""
+
+    FLAG = "flag"
+    VALUE = "value"
+    REPEATED = "repeated"
 
 
 @dataclass(frozen=True)
@@ -31,7 +50,7 @@ class Option:
     flag: str
     help: str
     default: Any = None
-    kind: str = "string"
+    kind: OptionKind = OptionKind.VALUE
 
     @property
     def dest(self) -> str:
@@ -44,7 +63,7 @@ OPTIONS = (
         "--cgraph",
         "run the fuzz campaign and check cgraph_equivalent tests against eager",
         False,
-        "bool",
+        OptionKind.FLAG,
     ),
     Option(
         "--cgraph-backend",
@@ -60,8 +79,19 @@ OPTIONS = (
     ),
     Option(
         "--cgraph-examples",
-        f"programs per fuzz campaign item (default: {DEFAULT_EXAMPLES})",
+        f"programs drawn per fuzz campaign item, shrink steps not counted "
+        f"(default: {DEFAULT_EXAMPLES})",
         DEFAULT_EXAMPLES,
+    ),
+    Option(
+        "--cgraph-duration",
+        "hunt for this long per campaign item (90s, 30m, 8h), whatever --cgraph-examples says",
+        "",
+    ),
+    Option(
+        "--cgraph-shrink-seconds",
+        f"seconds spent shrinking one failure (default: {DEFAULT_SHRINK_SECONDS:g})",
+        DEFAULT_SHRINK_SECONDS,
     ),
     Option("--cgraph-seed", "seed of the whole campaign (default: random, printed)", ""),
     Option(
@@ -71,15 +101,35 @@ OPTIONS = (
     ),
     Option(
         "--cgraph-repro-dir",
-        f"where repro files of failures go (default: {DEFAULT_REPRO_DIR})",
+        f"where repro files of failures go; also a registry of known bugs "
+        f"(default: {DEFAULT_REPRO_DIR})",
         DEFAULT_REPRO_DIR,
+    ),
+    Option(
+        "--cgraph-known",
+        "another directory of repro files whose bugs count as known (repeatable)",
+        (),
+        OptionKind.REPEATED,
+    ),
+    Option(
+        "--cgraph-no-baseline",
+        "do not count the torch differences shipped with pytest-cgraph as known",
+        False,
+        OptionKind.FLAG,
+    ),
+    Option(
+        "--cgraph-check-known",
+        "run every known-bug repro (baseline, --cgraph-known, repro dir) and report "
+        "which no longer reproduce",
+        False,
+        OptionKind.FLAG,
     ),
     Option("--cgraph-report", "write the run summary as JSON to this path", ""),
     Option(
         "--cgraph-strict",
-        "known bugs (a repro already in the repro dir) fail the run too",
+        "known bugs (a repro already in a registry) fail the run too",
         False,
-        "bool",
+        OptionKind.FLAG,
     ),
     Option(
         "--cgraph-timeout",
@@ -92,7 +142,7 @@ OPTIONS = (
         "check each program in a child process, so that a segfault or hang is a failure, "
         "not the end of the run (for runs without pytest-xdist)",
         False,
-        "bool",
+        OptionKind.FLAG,
     ),
 )
 
@@ -101,9 +151,12 @@ def add_options(parser: pytest.Parser) -> None:
     """Register every option in one group, each also as an ini key."""
     group = parser.getgroup("cgraph", "CUDA-graph equivalence (pytest-cgraph)")
     for option in OPTIONS:
-        if option.kind == "bool":
+        if option.kind is OptionKind.FLAG:
             group.addoption(option.flag, action="store_true", default=None, help=option.help)
             parser.addini(option.dest, option.help, type="bool", default=option.default)
+        elif option.kind is OptionKind.REPEATED:
+            group.addoption(option.flag, action="append", default=None, help=option.help)
+            parser.addini(option.dest, option.help, type="linelist", default=[])
         else:
             group.addoption(option.flag, action="store", default=None, help=option.help)
             parser.addini(option.dest, option.help, default=str(option.default))
@@ -117,18 +170,6 @@ def worker_device(spec: str, worker: int | None, cuda_count: int) -> str:
     if worker is None:
         return "cuda"
     return f"cuda:{worker % cuda_count}"
-
-
-def session_device(config: pytest.Config) -> str:
-    """The device this process checks on (imports torch; call only at run time)."""
-    options = config.stash[OPTIONS_KEY]
-    if options.device not in ("auto", "cuda"):
-        return options.device
-    import torch
-
-    worker_input = getattr(config, "workerinput", None)
-    worker = int(str(worker_input["workerid"]).lstrip("gw")) if worker_input else None
-    return worker_device(options.device, worker, torch.cuda.device_count())
 
 
 @dataclass(frozen=True)
@@ -147,6 +188,11 @@ class CgraphOptions:
     strict: bool = False
     timeout: float = DEFAULT_TIMEOUT
     isolate: bool = False
+    duration: float | None = None
+    shrink_seconds: float = DEFAULT_SHRINK_SECONDS
+    known_dirs: tuple[Path, ...] = ()
+    baseline: bool = True
+    check_known: bool = False
 
 
 OPTIONS_KEY = pytest.StashKey[CgraphOptions]()
@@ -163,79 +209,71 @@ def read_options(config: pytest.Config) -> CgraphOptions:
             else (config.getini(option.dest), "ini file")
         )
 
-    def text(dest: str) -> tuple[str, str]:
-        value, where = values[dest]
-        return str(value).strip(), where
+    def text(dest: str) -> str:
+        return str(values[dest][0]).strip()
 
-    device, where = text("cgraph_device")
-    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", device):
-        raise pytest.UsageError(
-            f"--cgraph-device: {device!r} from {where} is not auto, cpu, cuda or cuda:N"
-        )
-    backend, _ = text("cgraph_backend")
-    if not backend:
+    def checked(dest: str, parse: Callable[[str], T]) -> T:
+        value, where = values[dest]
+        try:
+            return parse(str(value).strip())
+        except ConfigurationError as error:
+            flag = "--" + dest.replace("_", "-")
+            raise pytest.UsageError(f"{flag}: {error} (from {where})") from None
+
+    if not text("cgraph_backend"):
         raise pytest.UsageError("--cgraph-backend: empty name; give a torch.compile backend")
-    seed_text, seed_where = text("cgraph_seed")
-    report, _ = text("cgraph_report")
-    repro_dir, _ = text("cgraph_repro_dir")
+    report = text("cgraph_report")
     return CgraphOptions(
         enabled=bool(values["cgraph"][0]),
-        backend=backend,
-        device=device,
-        iters=_positive_int(*text("cgraph_iters"), "--cgraph-iters"),
-        examples=_positive_int(*text("cgraph_examples"), "--cgraph-examples"),
-        seed=_seed(seed_text, seed_where) if seed_text else None,
-        families=_families(*text("cgraph_families")),
-        repro_dir=Path(repro_dir or DEFAULT_REPRO_DIR),
+        backend=text("cgraph_backend"),
+        device=checked("cgraph_device", device_spec),
+        iters=checked("cgraph_iters", lambda v: positive_int(v, "iterations")),
+        examples=checked("cgraph_examples", lambda v: positive_int(v, "examples")),
+        seed=checked("cgraph_seed", _seed) if text("cgraph_seed") else None,
+        families=checked("cgraph_families", _families),
+        repro_dir=Path(text("cgraph_repro_dir") or DEFAULT_REPRO_DIR),
         report=Path(report) if report else None,
         strict=bool(values["cgraph_strict"][0]),
-        timeout=_seconds(*text("cgraph_timeout"), "--cgraph-timeout"),
+        timeout=checked("cgraph_timeout", lambda v: non_negative_number(v, "the time limit")),
         isolate=bool(values["cgraph_isolate"][0]),
+        duration=(
+            checked("cgraph_duration", lambda v: duration(v, "the duration"))
+            if text("cgraph_duration")
+            else None
+        ),
+        shrink_seconds=checked(
+            "cgraph_shrink_seconds", lambda v: non_negative_number(v, "the shrink time")
+        ),
+        known_dirs=checked("cgraph_known", lambda _: _known_dirs(values["cgraph_known"][0])),
+        baseline=not bool(values["cgraph_no_baseline"][0]),
+        check_known=bool(values["cgraph_check_known"][0]),
     )
 
 
-def _positive_int(value: str, where: str, flag: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise pytest.UsageError(
-            f"{flag}: {value!r} from {where} is not a whole number; give a positive integer"
-        ) from None
-    if number < 1:
-        raise pytest.UsageError(f"{flag}: {number} from {where} must be 1 or more")
-    return number
+def _known_dirs(given: Any) -> tuple[Path, ...]:
+    """Registries must exist: a typo would silently count nothing as known."""
+    directories = tuple(Path(str(entry).strip()) for entry in given or () if str(entry).strip())
+    for directory in directories:
+        if not directory.is_dir():
+            raise ConfigurationError(f"{str(directory)!r} is not a directory of repro files")
+    return directories
 
 
-def _seconds(value: str, where: str, flag: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise pytest.UsageError(
-            f"{flag}: {value!r} from {where} is not a number of seconds; give e.g. 120, or 0 "
-            "for no limit"
-        ) from None
-    if not seconds >= 0 or seconds == float("inf"):
-        raise pytest.UsageError(f"{flag}: {value} from {where} must be 0 or a positive number")
-    return seconds
-
-
-def _seed(value: str, where: str) -> int:
+def _seed(value: str) -> int:
     try:
         return int(value)
     except ValueError:
-        raise pytest.UsageError(
-            f"--cgraph-seed: {value!r} from {where} is not a whole number"
-        ) from None
+        raise ConfigurationError(f"the seed must be a whole number, got {value!r}") from None
 
 
-def _families(value: str, where: str) -> tuple[str, ...]:
+def _families(value: str) -> tuple[str, ...]:
     if value in ("", "all"):
         return FAMILIES
     names = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
     unknown = [name for name in names if name not in FAMILIES]
     if unknown or not names:
-        raise pytest.UsageError(
-            f"--cgraph-families: unknown {', '.join(map(repr, unknown)) or 'empty list'} "
-            f"from {where}; choose from {','.join(FAMILIES)} or all"
+        raise ConfigurationError(
+            f"unknown {', '.join(map(repr, unknown)) or 'empty list'}; "
+            f"choose from {','.join(FAMILIES)} or all"
         )
     return names

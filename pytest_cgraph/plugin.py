@@ -2,14 +2,15 @@
 
 This module is imported by every pytest run in an environment where the
 package is installed, so it imports neither torch nor hypothesis at module
-level and never touches ``torch.cuda`` in the controller: the work happens
-inside hooks, and only when ``--cgraph`` is given or a marked test runs.
+level, nothing platform-specific, and never touches ``torch.cuda`` in the
+controller: the work happens inside hooks, and only when ``--cgraph`` is
+given or a marked test runs. The hooks only adapt: the campaign, the
+marker, the registry and the statistics live in their own modules.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import functools
 import random
 import time
 from pathlib import Path
@@ -17,25 +18,19 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_cgraph.marker import MARKER, MARKER_HELP, marker_settings, run_marked
-from pytest_cgraph.options import (
-    OPTIONS_KEY,
-    CgraphOptions,
-    add_options,
-    read_options,
-    session_device,
-)
-from pytest_cgraph.repro import MARKER_LINE
+from pytest_cgraph import session
+from pytest_cgraph.fixture import cgraph
+from pytest_cgraph.marker import MARKER, MARKER_HELP, MarkerSettings, run_marked
+from pytest_cgraph.options import OPTIONS_KEY, CgraphOptions, add_options, read_options
+from pytest_cgraph.registry import cached_is_repro_file
 from pytest_cgraph.stats import REPORT_KEY, RunStats, summary_lines, write_report
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Generator
-
-    from pytest_cgraph.runner import CheckReport
+    from collections.abc import Generator
 
 SEED_KEY = pytest.StashKey[int]()
 STARTED_KEY = pytest.StashKey[float]()
-MARKED_KEY = pytest.StashKey[dict[str, Any]]()
+MARKED_KEY = pytest.StashKey[MarkerSettings]()
 FIXED_KEY = "_cgraph_fixed"
 
 
@@ -48,9 +43,11 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     # this hook into one "ERROR: ..." line and exit code 4, but reports one
     # from pytest_configure as an internal error with a traceback.
     options = read_options(config)
-    if options.enabled:
+    if options.enabled or options.check_known:
         _check_backend_and_device(options)
-        _check_repro_dir(options.repro_dir)
+        _check_writable("--cgraph-repro-dir", options.repro_dir, is_dir=True)
+        if options.report is not None:
+            _check_writable("--cgraph-report", options.report, is_dir=False)
 
 
 def _check_backend_and_device(options: CgraphOptions) -> None:
@@ -65,28 +62,41 @@ def _check_backend_and_device(options: CgraphOptions) -> None:
         raise pytest.UsageError(f"pytest-cgraph: {exc}") from None
 
 
-def _check_repro_dir(directory: Path) -> None:
-    """A campaign must be able to save what it finds: check before running anything.
+def _check_writable(flag: str, path: Path, *, is_dir: bool) -> None:
+    """A run must be able to save what it finds: try it before running anything.
 
-    The directory itself is made only when there is something to write.
+    The directory (or the file's) is made and a probe file written and
+    removed; what the probe made is removed again, so a run that finds
+    nothing leaves nothing behind.
     """
     import os
+    import tempfile
 
-    existing = directory.resolve()
-    while not existing.exists():
-        existing = existing.parent
-    problem = (
-        "is not a directory"
-        if not existing.is_dir()
-        else "is not writable"
-        if not os.access(existing, os.W_OK | os.X_OK)
-        else None
-    )
-    if problem:
+    directory = path if is_dir else path.parent
+    made = []
+    probe = directory
+    while not probe.exists():
+        made.append(probe)
+        probe = probe.parent
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        if not is_dir and path.is_dir():
+            raise OSError(f"{path} is a directory")
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix=".cgraph-probe-")
+        os.close(handle)
+        os.unlink(temporary)
+    except OSError as error:
+        reason = error.strerror or str(error)
         raise pytest.UsageError(
-            f"--cgraph-repro-dir: {str(directory)!r} cannot be written ({existing} {problem}); "
-            "give a writable directory"
-        )
+            f"{flag}: {str(path)!r} cannot be written ({reason}); give a writable "
+            f"{'directory' if is_dir else 'path'}"
+        ) from None
+    finally:
+        for created in made:
+            try:
+                created.rmdir()
+            except OSError:
+                break
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -125,9 +135,14 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         else "capture=skipped on cpu (torch's skip reasons are counted)"
     )
     seed = config.stash[SEED_KEY]
+    budget = (
+        f"duration={options.duration:g}s"
+        if options.duration is not None
+        else f"examples={options.examples}"
+    )
     return (
-        f"cgraph: backend={options.backend} device={device} iters={options.iters} {capture} "
-        f"seed={seed} (rerun with --cgraph-seed={seed})"
+        f"cgraph: backend={options.backend} device={device} iters={options.iters} {budget} "
+        f"{capture} seed={seed} (rerun with --cgraph-seed={seed})"
     )
 
 
@@ -137,21 +152,23 @@ def pytest_collection_modifyitems(
 ) -> None:
     # tryfirst: the campaign items must exist before -k and -m deselect.
     options = config.stash[OPTIONS_KEY]
-    if not options.enabled:
-        return
-    from pytest_cgraph.campaign import make_items
-    from pytest_cgraph.crashes import died_items
+    added: list[pytest.Item] = []
+    if options.enabled:
+        from pytest_cgraph.campaign import make_items
+        from pytest_cgraph.crashes import died_items
 
-    items.extend(died_items(session, options))
-    items.extend(make_items(session, options, config.stash[SEED_KEY]))
+        added += died_items(session, options)
+        added += make_items(session, options, config.stash[SEED_KEY])
+    if options.check_known:
+        from pytest_cgraph.known_items import known_items
 
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    from pytest_cgraph.campaign import ISOLATED_KEY
-
-    isolated = config.stash.get(ISOLATED_KEY, None)
-    if isolated is not None:
-        isolated.close()
+        added += known_items(session)
+    if added:
+        items.extend(added)
+        # They were collected here, not from a file: say so, so that
+        # "collected N items / M deselected" counts them.
+        report = pytest.CollectReport("cgraph", "passed", None, list(added))
+        config.hook.pytest_collectreport(report=report)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
@@ -168,20 +185,10 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Mod
             for pattern in parent.config.getini("python_files")
         )
         or not _named_on_command_line(parent.config, file_path)
-        or not is_repro_file(file_path)
+        or not cached_is_repro_file(file_path)
     ):
         return None
     return pytest.Module.from_parent(parent, path=file_path)
-
-
-@functools.cache
-def is_repro_file(path: Path) -> bool:
-    """Whether ``path`` is a repro file this plugin wrote (its first line says so)."""
-    try:
-        with open(path, "rb") as stream:
-            return stream.read(len(MARKER_LINE)) == MARKER_LINE.encode()
-    except OSError:
-        return False
 
 
 def _named_on_command_line(config: pytest.Config, file_path: Path) -> bool:
@@ -196,7 +203,7 @@ def _named_on_command_line(config: pytest.Config, file_path: Path) -> bool:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    settings = marker_settings(item)
+    settings = MarkerSettings.of(item)
     if settings is not None:
         item.stash[MARKED_KEY] = settings
 
@@ -206,14 +213,11 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     settings = pyfuncitem.stash.get(MARKED_KEY, None)
     if settings is None:
         return None
-    from pytest_cgraph.campaign import STATS_KEY
-
     __tracebackhide__ = True
-    stats = pyfuncitem.stash.setdefault(STATS_KEY, RunStats())
-    options = pyfuncitem.config.stash[OPTIONS_KEY]
+    stats = session.stats_of(pyfuncitem)
     started = time.perf_counter()
     try:
-        run_marked(pyfuncitem, settings, options, session_device(pyfuncitem.config), stats)
+        run_marked(pyfuncitem, settings)
     finally:
         stats.seconds += time.perf_counter() - started
     return True
@@ -224,17 +228,21 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if report.when == "call" and report.passed and is_repro_file(item.path):
+    if report.when == "call" and report.passed and cached_is_repro_file(item.path):
         # A repro that passes no longer reproduces: its bug is fixed.
         report.__dict__[FIXED_KEY] = str(item.path)
     if report.when == "call":
-        from pytest_cgraph.campaign import STATS_KEY
-
-        stats = item.stash.get(STATS_KEY, None)
+        stats = item.stash.get(session.STATS_KEY, None)
         if stats is not None:
             # Travels to the xdist controller with the report (pytest
             # serialises report.__dict__), as Hypothesis's statistics do.
             report.__dict__[REPORT_KEY] = stats.to_json()
+        # torch's own log records (compile traces, Dynamo's debug lines) are
+        # the harness's business, not the reader's: the failure says what
+        # matters, and the repro replays it.
+        report.sections = [
+            (title, content) for title, content in report.sections if "log" not in title
+        ]
     return report
 
 
@@ -265,13 +273,15 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
     terminalreporter.section("cgraph summary")
     seed = config.stash[SEED_KEY]
-    device = session_device(config)
+    device = session.device(config)
     terminalreporter.write_line(
         f"backend {options.backend}, device {device}, {options.iters} iterations, seed {seed}"
     )
     for line in summary_lines(total, wall, [op.name for op in OPS]):
         terminalreporter.write_line(line)
     if options.report is not None:
+        import torch
+
         write_report(
             options.report,
             total,
@@ -281,36 +291,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
                 "device": device,
                 "iters": options.iters,
                 "seed": seed,
+                "torch": torch.__version__,
             },
         )
         terminalreporter.write_line(f"JSON report: {options.report}")
-
-
-class CgraphChecker:
-    """The ``cgraph`` fixture: :func:`pytest_cgraph.check_equivalent` with session options."""
-
-    def __init__(self, options: CgraphOptions, device: str) -> None:
-        self.options = options
-        self.device = device
-        self.reports: list[CheckReport] = []
-
-    def check(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> CheckReport:
-        """Check ``fn`` on ``args``; keywords override the session's backend, device, iters."""
-        from pytest_cgraph.runner import check_equivalent
-
-        kwargs.setdefault("backend", self.options.backend)
-        kwargs.setdefault("device", self.device)
-        kwargs.setdefault("iters", self.options.iters)
-        __tracebackhide__ = True
-        report = check_equivalent(fn, *args, **kwargs)
-        self.reports.append(report)
-        return report
-
-
-@pytest.fixture
-def cgraph(request: pytest.FixtureRequest) -> CgraphChecker:
-    """Check a function's compiled runs against eager, with this session's options."""
-    return CgraphChecker(request.config.stash[OPTIONS_KEY], session_device(request.config))
 
 
 __all__ = ["MARKER", "cgraph"]

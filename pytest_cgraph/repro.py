@@ -1,331 +1,354 @@
-"""Repro files: a shrunk failing program as a standalone script and regression test.
-
-(No torch import at module level: the plugin reads ``MARKER_LINE`` from here
-while collecting.)
+"""Repro files: a failing program as a standalone script and regression test.
 
 A repro is the program's own source (the exact text that ran), a header
-saying what failed where, and the torch-only driver of ``_repro_driver.py``.
-It is verified in-process before it is written, written atomically under a
-lock, and named by signature: the same bug always lands in the same file,
-and a smaller program replaces a larger one, never the reverse. A file in
-the repro dir that this plugin did not write is never overwritten.
+saying what failed where, and the oracle itself: the modules of
+:mod:`pytest_cgraph.oracle`, pasted verbatim, so the file replays the
+program with exactly the code the campaign used and needs nothing but
+torch. It is verified before it is written (in-process, or, for a program
+that hangs or kills its process, by running the file in a subprocess),
+written atomically under a lock, and named by signature: the same bug
+always lands in the same file, and a smaller program replaces a larger one,
+never the reverse. A file in the repro dir that this plugin did not write is
+never overwritten.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
-import fcntl
+import functools
 import os
 import re
+import subprocess
+import sys
 import tempfile
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+import types
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from pytest_cgraph.compare import Difference
+from pytest_cgraph.failures import Case, Failure, ReproResult, ReproStatus
+from pytest_cgraph.guard import describe_exit
+from pytest_cgraph.oracle import MODULES
+from pytest_cgraph.registry import BASE_SIGNATURE, LAYER, MARKER_LINE, SIZE, header_value
 
-#: First line of every repro file: how the plugin recognises its own files.
-MARKER_LINE = "# pytest-cgraph repro"
-
-#: The ladder of layers a failure is re-run on, lowest first.
-LADDER = ("eager", "aot_eager", "cudagraphs")
-CUDAGRAPH_RUNGS = frozenset({"cudagraphs", "reduce-overhead"})
+#: Kept beside the repro files while one is written: serialises writers.
+LOCK_NAME = ".cgraph-repro.lock"
 
 
-@dataclass(frozen=True)
-class Finding:
-    """A shrunk failure and where it came from."""
-
-    source: str
-    difference: Difference
-    backend: str
-    device: str
-    iters: int
-    family: str
-    size: int
-    nodeid: str = ""
-    seed: int | None = None
-    #: Modules to import before compiling: those that register the backend
-    #: (the ``-p`` plugins of the run that found it).
-    setup_modules: tuple[str, ...] = ()
-    #: How to replay the failure, when not a campaign's (seed, family).
-    replay: str | None = None
-    #: The time limit it ran under: a repro of a hang stops itself after it.
-    timeout: float | None = None
+@functools.cache
+def oracle_source() -> str:
+    """The oracle's modules as one script: each module's text, in dependency order,
+    with ``from __future__`` and the modules' imports of each other taken out."""
+    parts = []
+    for name in MODULES:
+        text = resources.files("pytest_cgraph.oracle").joinpath(f"{name}.py").read_text()
+        parts.append(f"# ---- pytest_cgraph/oracle/{name}.py ----\n{_without_own_imports(text)}")
+    return "\n\n".join(parts)
 
 
-@dataclass(frozen=True)
-class ReproOutcome:
-    """What became of a finding: the file, or why there is none."""
+def _without_own_imports(text: str) -> str:
+    """``text`` without its ``__future__`` import and its imports of other oracle modules.
 
-    path: Path | None
-    status: str  # "written", "kept smaller", "not reproducible", "write failed"
-    detail: str
-    layer: str | None
-    cudagraph_specific: bool
-    #: The finding's difference as the file names it (a dead worker's
-    #: cause is learnt from the verifying run: ``died`` -> ``SIGSEGV``).
-    difference: Difference | None = None
-
-    def line(self) -> str:
-        """One line for a failure report: the file and what is known of it, or why none."""
-        if self.path is None:
-            return f"no repro file ({self.status}): {self.detail}"
-        if self.difference is not None and self.difference.ends_process:
-            return f"repro ({self.status}): {self.path} -- {self.detail}"
-        return (
-            f"repro ({self.status}): {self.path} -- first diverging layer: "
-            f"{self.layer or 'only the backend under test'}"
-        )
-
-
-def locate_layer(finding: Finding) -> tuple[str | None, bool]:
-    """The first rung of eager -> aot_eager -> cudagraphs (-> the failing backend) that diverges.
-
-    Returns the rung (``None`` when only the failing backend itself differs)
-    and whether the failure is specific to the CUDA-graph path (the layers
-    below it agree with eager).
+    Top-level ones are deleted; one inside a block (``if TYPE_CHECKING:``)
+    becomes ``pass``. An oracle module must import the others at top level
+    only: a function-level import would fail in a repro.
     """
-    from pytest_cgraph.errors import EquivalenceError, InvalidProgram
-    from pytest_cgraph.runner import check_source
+    tree = ast.parse(text)
+    lines = text.splitlines()
+    doomed: dict[int, tuple[int, str]] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        own = (node.module or "").startswith("pytest_cgraph")
+        if node.module != "__future__" and not own:
+            continue
+        top = node in tree.body
+        if own and not top and not _under_type_checking(tree, node):
+            raise ValueError(f"oracle module imports {node.module} inside a function")
+        indent = " " * node.col_offset
+        doomed[node.lineno - 1] = (node.end_lineno or node.lineno, "" if top else f"{indent}pass")
+    kept: list[str] = []
+    index = 0
+    while index < len(lines):
+        if index in doomed:
+            end, replacement = doomed[index]
+            if replacement:
+                kept.append(replacement)
+            index = end
+            continue
+        kept.append(lines[index])
+        index += 1
+    return "\n".join(kept).strip() + "\n"
 
-    rungs = list(LADDER)
-    if finding.backend in ("inductor", "reduce-overhead", "max-autotune"):
-        rungs.append("inductor")
-        if finding.device.startswith("cuda"):
-            rungs.append("reduce-overhead")
-    for rung in rungs:
-        try:
-            check_source(finding.source, backend=rung, device=finding.device, iters=finding.iters)
-        except EquivalenceError:
-            return rung, rung in CUDAGRAPH_RUNGS
-        except InvalidProgram:
-            return None, False
-    return None, False
+
+def _under_type_checking(tree: ast.Module, target: ast.AST) -> bool:
+    for node in tree.body:
+        if (
+            isinstance(node, ast.If)
+            and isinstance(node.test, ast.Name)
+            and node.test.id == "TYPE_CHECKING"
+        ) and any(child is target for child in ast.walk(node)):
+            return True
+    return False
 
 
-def render(finding: Finding, layer: str | None, cudagraph_specific: bool) -> str:
+def render(failure: Failure, layer: str | None, cudagraph_specific: bool) -> str:
     """The repro file's text."""
     import torch
 
-    difference = finding.difference
+    case, difference = failure.case, failure.difference
+    full = f"{difference.signature}-{layer}" if layer else difference.signature
     cuda = (
         f"CUDA {torch.version.cuda}, {torch.cuda.get_device_name()}"
-        if finding.device.startswith("cuda")
+        if case.device.startswith("cuda")
         else "no GPU used"
     )
-    plugins = "".join(f"-p {module} " for module in finding.setup_modules)
-    replay = finding.replay or (
-        f"pytest --cgraph {plugins}--cgraph-seed {finding.seed} --cgraph-backend "
-        f"{finding.backend} -k {finding.family}"
-        if finding.seed is not None
+    plugins = "".join(f"-p {module} " for module in case.setup_modules)
+    replay = case.replay or (
+        f"pytest --cgraph {plugins}--cgraph-seed {case.seed} --cgraph-backend "
+        f"{case.backend} -k {case.family}"
+        if case.seed is not None
         else "(not from a campaign)"
+    )
+    ladder = (
+        "not located (the program ends its process; so would each rung of the ladder)"
+        if difference.ends_process
+        else f"{layer or 'none below the backend itself'} (ladder eager -> aot_eager -> "
+        f"cudagraphs); CUDA-graph path specific: {'yes' if cudagraph_specific else 'no'}"
     )
     header = [
         MARKER_LINE,
-        f"# signature: {signature_of(difference, layer)}",
-        f"# base signature: {difference.signature}",
-        f"# failure: {difference.kind} at iteration {difference.iteration}, {difference.place}",
-        (
-            "# first diverging layer: not located (the program ends its process; "
-            "so would each rung of the ladder)"
-            if difference.ends_process
-            else f"# first diverging layer: {layer or 'none below the backend itself'}"
-            f" (ladder {' -> '.join(LADDER)}); CUDA-graph path specific: "
-            f"{'yes' if cudagraph_specific else 'no'}"
-        ),
-        f"# backend: {finding.backend}; device: {finding.device}; iterations: {finding.iters}",
+        f"# signature: {full}",
+        f"{BASE_SIGNATURE}{difference.signature}",
+        f"{LAYER}{layer or 'none'}",
+        f"# failure: {difference.headline()}",
+        f"# first diverging layer: {ladder}",
+        f"# backend: {case.backend}; device: {case.device}; iterations: {case.iters}",
         f"# torch {torch.__version__}; {cuda}",
-        f"# size: {finding.size}",
-        f"# found by: {finding.nodeid or 'a check'}; replay: {replay}",
-        "# run: python THIS_FILE [--backend NAME]  (exit 1 while the bug is there), "
+        f"{SIZE}{case.size}",
+        f"# found by: {case.nodeid or 'a check'}; replay: {replay}",
+        "# run: python THIS_FILE [--backend NAME] [--issue]  (exit 1 while the bug is there), "
         "or pytest THIS_FILE",
     ]
-    program = _strip_header(finding.source)
-    modules = list(dict.fromkeys([*finding.setup_modules, *_backend_module(finding.backend)]))
-    driver = resources.files("pytest_cgraph").joinpath("_repro_driver.py").read_text()
-    timeout = finding.timeout if difference.kind == "timeout" else None
-    test_name = "test_" + re.sub(r"\W", "_", signature_of(difference, layer)).lower()
-    footer = f'''
+    modules = list(dict.fromkeys([*case.setup_modules, *_backend_module(case.backend)]))
+    timeout = case.timeout if difference.kind.value == "timeout" else None
+    test_name = "test_" + re.sub(r"\W", "_", full).lower()
+    return f"""{chr(10).join(header)}
+from __future__ import annotations
 
-# ---- this repro ----
-BACKEND = {finding.backend!r}
+# The program, exactly as it ran (the oracle below executes this text).
+PROGRAM_SOURCE = {_literal(case.source)}
+
+BACKEND = {case.backend!r}
 BACKEND_MODULES = {modules!r}  # imported first: they register the backend
-DEVICE = {finding.device!r}
+DEVICE = {case.device!r}
 TIMEOUT = {timeout!r}  # seconds before a hang counts as reproduced (exit 1), or None
+SIGNATURE = {difference.signature!r}  # the failure this file reproduces
 
 
-def _on_device(k):
-    arguments = inputs(k)
-    if DEVICE == "cpu":
-        return arguments
-    return _pytree.tree_map(
-        lambda t: t.to(DEVICE) if isinstance(t, torch.Tensor) and t.dim() else t, arguments
-    )
+# ---- the pytest-cgraph oracle: the code the campaign ran, verbatim; needs torch only ----
+{oracle_source()}
 
-
-def check(backend=BACKEND):
-    """The first difference between eager and compiled, or None."""
-    for module in BACKEND_MODULES:
-        __import__(module)
-    if TIMEOUT:
-        faulthandler.dump_traceback_later(TIMEOUT, exit=True)
-    try:
-        return reproduce(
-            program, _on_device, globals().get("advance"), FRESH_INPUTS, ITERS, backend,
-            globals().get("COMPILED_AUTOGRAD", False), globals().get("RTOL"), globals().get("ATOL"),
-        )
-    finally:
-        faulthandler.cancel_dump_traceback_later()
+REPRO = ReproCase(
+    source=PROGRAM_SOURCE,
+    backend=BACKEND,
+    device=DEVICE,
+    modules=tuple(BACKEND_MODULES),
+    timeout=TIMEOUT,
+    signature=SIGNATURE,
+)
 
 
 def {test_name}():
-    found = check()
-    assert found is None, found
+    assert_fixed(REPRO)
 
 
 if __name__ == "__main__":
-    main(BACKEND, check)
-'''
-    return "\n".join(header) + "\n\n" + program.rstrip() + "\n\n\n" + driver.rstrip() + footer
+    main(REPRO)
+"""
 
 
-def known_signatures(directory: Path) -> dict[str, str]:
-    """The registry of known bugs: base signature -> repro file, from the repro dir.
+def _literal(source: str) -> str:
+    """``source`` as a readable string literal: raw and triple-quoted where it can be.
 
-    Unreadable or foreign files are skipped: they never break a run.
+    The literal opens on a line of its own and drops that first newline
+    (``[1:]``), so the text is byte for byte what ran.
     """
-    known: dict[str, str] = {}
-    if not directory.is_dir():
-        return known
-    for path in sorted(directory.glob("*.py")):
-        try:
-            head = path.read_text(errors="replace")[:4000]
-        except OSError:
-            continue
-        match = re.search(r"^# base signature: (\S+)$", head, re.MULTILINE)
-        if head.startswith(MARKER_LINE) and match:
-            known.setdefault(match.group(1), str(path))
-    return known
+    for quote in ("'''", '"""'):
+        if quote not in source and not source.endswith("\\") and quote[0] != source[-1:]:
+            return f"r{quote}\n{source}{quote}[1:]"
+    return repr(source)
 
 
-def signature_of(difference: Difference, layer: str | None) -> str:
-    """Kind + place + exception type, + the first diverging layer when known."""
-    return f"{difference.signature}-{layer}" if layer else difference.signature
+def replay_in_process(text: str, backend: str | None = None) -> Any:
+    """Run a rendered repro's check in this process; its ``Replay`` (the file's own class)."""
+    # A real (temporary) module: dataclasses look their class's module up.
+    module = types.ModuleType("cgraph_repro_check")
+    sys.modules[module.__name__] = module
+    try:
+        exec(compile(text, "<cgraph repro>", "exec"), module.__dict__)
+        return module.replay(module.REPRO, backend)
+    finally:
+        sys.modules.pop(module.__name__, None)
 
 
-def reproduces(text: str, backend: str) -> str | None:
-    """Run the rendered file's check in-process; its one-line finding, or None."""
-    from pytest_cgraph.backends import collect_compile_evidence
+def run_script(script: Path, limit: float) -> subprocess.CompletedProcess[str] | None:
+    """``python SCRIPT`` with this process's import path; ``None`` if it outlived ``limit``."""
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, sys.path))}
+    try:
+        return subprocess.run(
+            [sys.executable, str(script)],
+            capture_output=True,
+            text=True,
+            timeout=limit,
+            env=environment,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return None
 
-    namespace: dict[str, object] = {"__name__": "cgraph_repro_check"}
-    exec(compile(text, "<cgraph repro>", "exec"), namespace)
-    check = namespace["check"]
-    assert callable(check)
-    with collect_compile_evidence(), warnings.catch_warnings():  # keep torch's logs quiet
-        warnings.simplefilter("ignore")
-        result = check(backend)
-    return None if result is None else str(result)
 
-
-def reproduces_in_subprocess(text: str, finding: Finding) -> tuple[str | None, str]:
+def reproduces_in_subprocess(text: str, failure: Failure) -> tuple[str | None, str]:
     """Run the rendered file as ``python FILE``: (how it failed, or None; why not)."""
-    import subprocess
-    import sys
-
-    from pytest_cgraph.checkers import describe_exit
-
-    limit = (finding.timeout or 60.0) + 120.0  # its own limit, plus torch's import and compile
+    limit = (failure.case.timeout or 60.0) + 120.0  # its own limit, plus import and compile
     with tempfile.TemporaryDirectory(prefix="cgraph-verify-") as directory:
         script = Path(directory) / "repro.py"
         script.write_text(text)
-        environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, sys.path))}
-        try:
-            run = subprocess.run(
-                [sys.executable, str(script)],
-                capture_output=True,
-                text=True,
-                timeout=limit,
-                env=environment,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            return f"python FILE still ran after {limit:g} s", ""
+        run = run_script(script, limit)
+    hang = failure.difference.kind.value == "timeout"
+    return _subprocess_verdict(run, limit, _timeout_of(text) if hang else None)
+
+
+def _timeout_of(text: str) -> str:
+    """The ``TIMEOUT = ...`` a repro file sets, as it says it, for the verdict line."""
+    for line in text.splitlines():
+        if line.startswith("TIMEOUT = "):
+            value = line.partition("=")[2].partition("#")[0].strip()
+            return f"TIMEOUT = {float(value):g} s" if value != "None" else "its TIMEOUT"
+    return "its TIMEOUT"
+
+
+def _subprocess_verdict(
+    run: subprocess.CompletedProcess[str] | None, limit: float, hang_timeout: str | None
+) -> tuple[str | None, str]:
+    """How ``python FILE`` ended, as one line; ``hang_timeout`` names the limit of a
+    hang's repro (None for a crash), whose faulthandler dump is its reproduction."""
+    if run is None:
+        return f"python FILE still ran after {limit:g} s", ""
     reproduced = [line for line in run.stdout.splitlines() if line.startswith("REPRODUCED")]
     if reproduced:
         return reproduced[-1], ""
     if run.returncode < 0:  # killed by a signal: the crash itself
         return f"python FILE {describe_exit(run.returncode)}", ""
-    if finding.difference.kind == "timeout" and "Timeout (" in run.stderr:
-        return f"python FILE hung past TIMEOUT = {finding.timeout:g} s", ""
+    if hang_timeout is not None and "Timeout (" in run.stderr:
+        return f"python FILE hung past {hang_timeout}", ""
     last = (run.stderr.strip() or run.stdout.strip() or "(no output)").splitlines()[-1]
     return None, f"python FILE {describe_exit(run.returncode)}: {last}"
 
 
-def make_repro(finding: Finding, directory: Path) -> ReproOutcome:
-    """Locate the layer, render, verify, and write (or keep the smaller) repro.
+def replay_file(path: Path) -> str:
+    """Replay a repro file as it would run alone; the line ``python FILE`` prints.
 
-    A program that hangs or kills its process is neither located on the
-    ladder nor verified here (either would hang or kill this process): its
-    file is verified by running it in a subprocess.
+    A program that ends its process (a crash of the process, a hang) runs
+    in a subprocess; any other in this process, which costs no import.
     """
-    if finding.difference.ends_process:
-        layer, specific = None, False
-        text = render(finding, layer, specific)
-        found, reason = reproduces_in_subprocess(text, finding)
-        signal_name = re.search(r"killed by (SIG\w+)", found or "")
-        if signal_name and finding.difference.exception_type == "died":
-            # Only the header changes: the program and driver that ran are the same.
-            finding = dataclasses.replace(
-                finding,
-                difference=dataclasses.replace(
-                    finding.difference, exception_type=signal_name.group(1)
-                ),
-            )
-            text = render(finding, layer, specific)
-    else:
-        layer, specific = locate_layer(finding)
-        text = render(finding, layer, specific)
-        try:
-            found = reproduces(text, finding.backend)
-        except Exception as error:
-            found = None
-            reason = f"the standalone check raised {type(error).__name__}: {error}"
-        else:
-            reason = "the standalone driver saw eager and compiled agree"
-    difference = finding.difference
-    if found is None:
-        return ReproOutcome(None, "not reproducible", reason, layer, specific, difference)
-    name = signature_of(difference, layer)
-    try:
-        path, status = write_repro(directory, name, text, finding.size)
-    except OSError as error:
-        return ReproOutcome(
-            None, "write failed", f"{directory}: {error}", layer, specific, difference
+    text = path.read_text()
+    signature = header_value(text, BASE_SIGNATURE) or ""
+    if signature.startswith(("crash-process", "timeout-")):
+        limit = 300.0
+        found, why = _subprocess_verdict(
+            run_script(path, limit),
+            limit,
+            _timeout_of(text) if signature.startswith("timeout") else None,
         )
-    return ReproOutcome(path, status, found, layer, specific, difference)
+        if found is None:
+            return f"NOT REPRODUCED: {why}"
+        return found if found.startswith("REPRODUCED") else f"REPRODUCED: {found}"
+    return str(replay_in_process(text).line(signature))
 
 
-def write_repro(directory: Path, name: str, text: str, size: int) -> tuple[Path, str]:
+def locate_layer(case: Case) -> tuple[str | None, bool]:
+    """The first rung of the ladder that diverges, and whether it is the CUDA-graph path."""
+    import warnings
+
+    from pytest_cgraph.backends import resolve_device
+    from pytest_cgraph.oracle.compiling import collect_compile_evidence
+    from pytest_cgraph.oracle.ladder import climb, first_diverging
+
+    with warnings.catch_warnings(), collect_compile_evidence():
+        warnings.simplefilter("ignore")
+        rungs = climb(case.source, case.backend, resolve_device(case.device), case.iters)
+    return first_diverging(rungs)
+
+
+def make_repro(failure: Failure, directory: Path) -> Failure:
+    """Locate the layer, render, verify and write (or keep the smaller) repro.
+
+    Returns the failure with its :class:`ReproResult`. A program that hangs
+    or kills its process is neither located on the ladder nor verified here
+    (either would hang or kill this process): its file is verified by
+    running it in a subprocess, and a death the record could only call
+    ``died`` is named by the signal the file's run died of.
+    """
+    difference = failure.difference
+    if difference.ends_process:
+        layer, specific = None, False
+        text = render(failure, layer, specific)
+        found, reason = reproduces_in_subprocess(text, failure)
+        signal_name = re.search(r"killed by (SIG\w+)", found or "")
+        if signal_name and difference.exception_type == "died":
+            # Only the header changes: the program and the oracle are the same.
+            difference = dataclasses.replace(difference, exception_type=signal_name.group(1))
+            failure = dataclasses.replace(failure, difference=difference)
+            text = render(failure, layer, specific)
+        detail = found or reason
+    else:
+        layer, specific = locate_layer(failure.case)
+        text = render(failure, layer, specific)
+        try:
+            replayed = replay_in_process(text, failure.case.backend)
+        except Exception as error:
+            found, detail = None, f"the repro file raised {type(error).__name__}: {error}"
+        else:
+            same = replayed.same_as(difference.signature)
+            found = "reproduced" if same else None
+            detail = (
+                f"first diverging layer: {layer or 'only the backend under test'}"
+                if same
+                else f"the standalone file said: {replayed.line(difference.signature)}"
+            )
+    if found is None:
+        result = ReproResult(ReproStatus.NOT_REPRODUCIBLE, None, detail, layer, specific)
+        return failure.with_repro(result)
+    name = f"{difference.signature}-{layer}" if layer else difference.signature
+    try:
+        path, status = write_repro(directory, name, text, failure.case.size)
+    except OSError as error:
+        result = ReproResult(
+            ReproStatus.WRITE_FAILED, None, f"{directory}: {error}", layer, specific
+        )
+        return failure.with_repro(result)
+    return failure.with_repro(ReproResult(status, str(path), detail, layer, specific))
+
+
+def write_repro(directory: Path, name: str, text: str, size: int) -> tuple[Path, ReproStatus]:
     """Write ``<directory>/<name>.py`` atomically unless an equal or smaller repro is there.
 
     A lock file serialises xdist workers that find the same bug at once.
     """
+    from filelock import FileLock
+
     directory.mkdir(parents=True, exist_ok=True)
-    with _locked(directory / ".cgraph-repro.lock"):
+    with FileLock(directory / LOCK_NAME):
         target = directory / f"{name}.py"
         suffix = 2
         while target.exists():
             existing = target.read_text(errors="replace")
-            old_size = _size_of(existing) if existing.startswith(MARKER_LINE) else None
-            if old_size is not None:
-                if old_size <= size:
-                    return target, "kept smaller"
+            old_size = header_value(existing, SIZE) if existing.startswith(MARKER_LINE) else None
+            if old_size is not None and old_size.isdigit():
+                if int(old_size) <= size:
+                    return target, ReproStatus.KEPT_SMALLER
                 break
             # Not ours, or ours but unreadable (no size): never overwritten;
             # ours goes beside it.
@@ -336,36 +359,13 @@ def write_repro(directory: Path, name: str, text: str, size: int) -> tuple[Path,
             stream.write(text)
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; a repro is shared
         os.replace(temporary, target)
-    return target, "written"
+    return target, ReproStatus.WRITTEN
 
 
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with open(path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _size_of(text: str) -> int | None:
-    match = re.search(r"^# size: (\d+)$", text, re.MULTILINE)
-    return int(match.group(1)) if match else None
-
-
-def _strip_header(source: str) -> str:
-    """The program's source without its own leading comment (the repro has a header)."""
-    lines = source.splitlines()
-    while lines and lines[0].startswith("#"):
-        lines.pop(0)
-    return "\n".join(lines).strip() + "\n"
 
 
 def _backend_module(backend: str) -> list[str]:

@@ -14,8 +14,12 @@ test is turned into the same kind of source a drawn program has
   offset, storage shared between arguments, ``requires_grad``, leaf-ness,
   ``Parameter``-ness and an existing ``.grad`` are kept.
 
-What cannot be written this way (a test method, a module argument, a tensor
-too large to inline, an object with no source) raises :class:`NotInlinable`
+- a module argument is rebuilt without its ``__init__``: its class (imported
+  or copied), literal attributes, parameters and buffers as literals, and
+  its submodules, so that its ``forward`` reads the same state.
+
+What cannot be written this way (a test method, an optimizer argument, a
+tensor too large to inline, an object with no source) raises :class:`NotInlinable`
 with the reason: the failure is then reported without a repro file, saying
 why, rather than with a file that would not run.
 """
@@ -65,7 +69,7 @@ def program_source(
     function = _plain_function(function)
     module = _Module()
     body = module.test_function(function)
-    arguments, size = _render_arguments(names, values)
+    arguments, size = _render_arguments(names, values, module)
     parameters = ", ".join(names)
     call = ", ".join(f"{name}={name}" for name in names)
     tolerances = "".join(
@@ -301,13 +305,23 @@ def _constant(value: Any) -> str:
     return repr(value)
 
 
-def _render_arguments(names: list[str], values: list[Any]) -> tuple[str, int]:
+def _render_arguments(names: list[str], values: list[Any], module: _Module) -> tuple[str, int]:
     """``def inputs(k)`` building ``values`` inline, and their size."""
     lines: list[str] = []
     storages: dict[tuple[str, int], str] = {}
     shared = _shared_storages(values)
     size = len(values)
     for name, value in zip(names, values, strict=True):
+        if isinstance(value, torch.nn.Module):
+            expression, elements = _ModuleWriter(module, storages, lines).expression(name, value)
+            size += elements
+            lines.append(f"{name} = {expression}")
+            continue
+        if isinstance(value, torch.optim.Optimizer):
+            raise NotInlinable(
+                f"argument {name!r} is a {type(value).__name__}; optimizers are not written "
+                "inline (their state refers to parameters by identity)"
+            )
         if not isinstance(value, torch.Tensor):
             if not (
                 _is_literal(value) or isinstance(value, (torch.dtype, torch.device, torch.Size))
@@ -327,6 +341,108 @@ def _render_arguments(names: list[str], values: list[Any]) -> tuple[str, int]:
     returned = ", ".join(names) + ("," if len(names) == 1 else "")
     body = textwrap.indent("\n".join([*lines, f"return ({returned})"]), "    ")
     return f"def inputs(k):\n{body}", size
+
+
+#: Copied into a repro that rebuilds a module argument.
+_REBUILT_MODULE = '''def _rebuilt(cls, training, attributes, parameters, buffers, children):
+    """A ``cls`` module with exactly this state, built without running its ``__init__``
+    (whose arguments are not known): what ``forward`` reads is the state."""
+    module = cls.__new__(cls)
+    torch.nn.Module.__init__(module)
+    module.__dict__.update(attributes)
+    for name, parameter in parameters.items():
+        module.register_parameter(name, parameter)
+    for name, (buffer, persistent) in buffers.items():
+        module.register_buffer(name, buffer, persistent=persistent)
+    for name, child in children.items():
+        module.add_module(name, child)
+    module.training = training
+    return module'''
+
+
+class _ModuleWriter:
+    """Writes an ``nn.Module`` argument as a ``_rebuilt(...)`` expression.
+
+    Its class is imported or copied like any name the test uses; its
+    parameters and buffers become tensor literals, a parameter shared by
+    two submodules is written once; its other attributes must be literals.
+    """
+
+    def __init__(
+        self, module: _Module, storages: dict[tuple[str, int], str], lines: list[str]
+    ) -> None:
+        self.module = module
+        self.storages = storages
+        self.lines = lines
+        self.tensors: dict[int, str] = {}
+        self.elements = 0
+
+    def expression(self, name: str, value: torch.nn.Module) -> tuple[str, int]:
+        if "_rebuilt" not in self.module.bound:
+            self.module.bound["_rebuilt"] = _REBUILT_MODULE
+            self.module.definitions.append(_REBUILT_MODULE)
+        return self._module(name, value), self.elements
+
+    def _module(self, path: str, value: torch.nn.Module) -> str:
+        cls = type(value)
+        if "<locals>" in cls.__qualname__:
+            raise NotInlinable(f"argument {path!r} is a {cls.__qualname__}, defined in a function")
+        self.module.need(cls.__name__, {cls.__name__: cls})
+        internal = _module_internals()
+        attributes: dict[str, Any] = {}
+        for key, attribute in vars(value).items():
+            if key in internal:
+                if key.endswith("hooks") and attribute:
+                    raise NotInlinable(f"argument {path!r} has {key}; hooks are not written inline")
+                continue
+            if not (_is_literal(attribute) or isinstance(attribute, (torch.dtype, torch.Size))):
+                raise NotInlinable(
+                    f"argument {path!r} keeps {key!r}, a {type(attribute).__name__}; only "
+                    "literal attributes of a module are written inline"
+                )
+            attributes[key] = attribute
+        parameters = {
+            key: self._tensor(f"{path}.{key}", parameter)
+            for key, parameter in value._parameters.items()
+        }
+        buffers = {
+            key: f"({self._tensor(f'{path}.{key}', buffer)}, "
+            f"{key not in value._non_persistent_buffers_set})"
+            for key, buffer in value._buffers.items()
+        }
+        children = {
+            key: self._module(f"{path}.{key}", child) for key, child in value._modules.items()
+        }
+        return (
+            f"_rebuilt({cls.__name__}, {value.training}, {_constant(attributes)}, "
+            f"{_dictionary(parameters)}, {_dictionary(buffers)}, {_dictionary(children)})"
+        )
+
+    def _tensor(self, path: str, tensor: torch.Tensor | None) -> str:
+        if tensor is None:
+            return "None"
+        if id(tensor) not in self.tensors:
+            variable = f"_tensor{len(self.tensors)}_{path.replace('.', '_')}"
+            expression, elements = _tensor_expression(
+                path, tensor, self.storages, set(), self.lines
+            )
+            self.elements += elements
+            self.lines.append(f"{variable} = {expression}")
+            if tensor.is_leaf and tensor.grad is not None:
+                gradient, _ = _tensor_expression(f"{path}.grad", tensor.grad, {}, set(), self.lines)
+                self.lines.append(f"{variable}.grad = {gradient}")
+            self.tensors[id(tensor)] = variable
+        return self.tensors[id(tensor)]
+
+
+@functools.cache
+def _module_internals() -> frozenset[str]:
+    """The attributes every ``nn.Module`` has: rebuilt by ``Module.__init__``."""
+    return frozenset(vars(torch.nn.Module()))
+
+
+def _dictionary(entries: dict[str, str]) -> str:
+    return "{" + ", ".join(f"{key!r}: {text}" for key, text in entries.items()) + "}"
 
 
 def _storage_key(tensor: torch.Tensor) -> tuple[str, int]:

@@ -12,56 +12,31 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from pytest_cgraph.compare import Difference
+from pytest_cgraph.failures import Failure
 
 #: Key under which a report carries its item's statistics (Hypothesis does the same).
 REPORT_KEY = "_cgraph_stats"
 
 
 @dataclass
-class Failure:
-    """One failing signature, as found by one item."""
-
-    signature: str
-    kind: str
-    family: str
-    iteration: int
-    place: str
-    repro: str | None = None
-    nodeid: str = ""
-    layer: str | None = None
-    statements: int | None = None
-    examples_to_failure: int | None = None
-    seconds_to_repro: float | None = None
-    #: How the replay of a failure that did not reproduce went ("passed", ...).
-    flaky: str | None = None
-
-    @classmethod
-    def of(cls, difference: Difference, family: str, nodeid: str, **found: Any) -> Failure:
-        """The record of ``difference``, found by ``nodeid`` in ``family`` programs."""
-        return cls(
-            signature=difference.signature,
-            kind=difference.kind,
-            family=family,
-            iteration=difference.iteration,
-            place=difference.place,
-            nodeid=nodeid,
-            **found,
-        )
-
-
-@dataclass
 class RunStats:
-    """Counts over checked programs; ``merge`` adds another item's counts."""
+    """Counts over checked programs; ``merge`` adds another item's counts.
+
+    ``programs`` counts every check; ``drawn`` the programs the generator
+    drew (what ``--cgraph-examples`` bounds), the rest are shrink steps and
+    replays. ``campaign`` says whether any campaign item ran (a run of
+    marked tests alone has no op coverage to speak of).
+    """
 
     programs: int = 0
+    drawn: int = 0
     invalid: int = 0
     seconds: float = 0.0
     compiles: int = 0
     captured: int = 0
+    campaign: bool = False
     families: Counter[str] = field(default_factory=Counter)
     features: Counter[str] = field(default_factory=Counter)
     invalid_reasons: Counter[str] = field(default_factory=Counter)
@@ -72,9 +47,10 @@ class RunStats:
     #: Known signatures seen again: signature -> its repro file.
     known: dict[str, str] = field(default_factory=dict)
 
-    def count_program(self, family: str, features: set[str]) -> None:
-        """A program was drawn and checked (whatever the verdict)."""
+    def count_program(self, family: str, features: set[str], drawn: bool = True) -> None:
+        """A program was checked (whatever the verdict); ``drawn`` unless a shrink step."""
         self.programs += 1
+        self.drawn += int(drawn)
         self.families[family] += 1
         self.features.update(features)
 
@@ -89,42 +65,63 @@ class RunStats:
         self.captured += 1 if captured else 0
         self.skipped.update(skip_reasons)
 
-    def count_hits(self, hits: dict[str, int], known: dict[str, str], new: set[str]) -> None:
-        """Failing programs per signature; those with a repro from before are known."""
-        self.hits.update(hits)
-        for signature in hits:
-            if signature in known and signature not in new:
-                self.known[signature] = known[signature]
+    def count_hit(self, signature: str, known_repro: str | None = None) -> None:
+        """A failing program; ``known_repro`` is the registry file of a known one."""
+        self.hits[signature] += 1
+        if known_repro is not None:
+            self.known.setdefault(signature, known_repro)
 
     def merge(self, other: RunStats) -> None:
         """Add ``other``'s counts to these."""
         self.programs += other.programs
+        self.drawn += other.drawn
         self.invalid += other.invalid
         self.seconds += other.seconds
         self.compiles += other.compiles
         self.captured += other.captured
+        self.campaign = self.campaign or other.campaign
         self.families.update(other.families)
         self.features.update(other.features)
         self.invalid_reasons.update(other.invalid_reasons)
         self.skipped.update(other.skipped)
         self.failures.extend(other.failures)
         self.hits.update(other.hits)
-        self.known.update(other.known)
+        for signature, repro in other.known.items():
+            self.known.setdefault(signature, repro)
+
+    def by_signature(self) -> dict[str, list[Failure]]:
+        """The new failures grouped by signature, in the order first found."""
+        grouped: dict[str, list[Failure]] = {}
+        for failure in self.failures:
+            grouped.setdefault(failure.signature, []).append(failure)
+        return grouped
+
+    def verified_repros(self) -> int:
+        """New signatures whose repro file was written and seen to fail when run alone."""
+        return sum(
+            1
+            for found in self.by_signature().values()
+            if any(failure.repro is not None and failure.repro.verified for failure in found)
+        )
 
     def to_json(self) -> dict[str, Any]:
         """A dict of builtins, fit for a report's ``__dict__`` and for JSON."""
         return {
+            "new_signatures": len(self.by_signature()),
+            "verified_repros": self.verified_repros(),
             "programs": self.programs,
+            "drawn": self.drawn,
             "invalid": self.invalid,
             "seconds": self.seconds,
             "compiles": self.compiles,
             "captured": self.captured,
+            "campaign": self.campaign,
             "families": dict(self.families),
             "features": dict(self.features),
             "invalid_reasons": dict(self.invalid_reasons),
             "skipped": dict(self.skipped),
             "failures": [
-                {**vars(failure), "hits": self.hits.get(failure.signature, 0)}
+                {**failure.to_json(), "hits": self.hits.get(failure.signature, 0)}
                 for failure in self.failures
             ],
             "known": [
@@ -139,25 +136,24 @@ class RunStats:
         """The inverse of :meth:`to_json`."""
         return cls(
             programs=data["programs"],
+            drawn=data.get("drawn", 0),
             invalid=data["invalid"],
             seconds=data["seconds"],
             compiles=data["compiles"],
             captured=data["captured"],
+            campaign=data.get("campaign", False),
             families=Counter(data["families"]),
             features=Counter(data["features"]),
             invalid_reasons=Counter(data["invalid_reasons"]),
             skipped=Counter(data["skipped"]),
-            failures=[
-                Failure(**{k: v for k, v in failure.items() if k != "hits"})
-                for failure in data["failures"]
-            ],
+            failures=[Failure.from_json(failure) for failure in data["failures"]],
             hits=Counter(data.get("hits", {})),
             known={entry["signature"]: entry["repro"] for entry in data.get("known", [])},
         )
 
 
 def write_report(path: Path, stats: RunStats, wall_seconds: float, run: dict[str, Any]) -> None:
-    """Write the JSON report: the run's counts plus ``run`` (backend, device, iters, seed)."""
+    """Write the JSON report atomically: the run's counts plus ``run`` (backend, device, ...)."""
     data = stats.to_json()
     data["seconds"] = round(wall_seconds, 3)
     data["check_seconds"] = round(stats.seconds, 3)
@@ -169,13 +165,20 @@ def write_report(path: Path, stats: RunStats, wall_seconds: float, run: dict[str
 
 
 def summary_lines(stats: RunStats, wall_seconds: float, known_ops: list[str]) -> list[str]:
-    """The terminal summary of a ``--cgraph`` run."""
+    """The terminal summary of a ``--cgraph`` run.
+
+    Campaign-only lines (families, op coverage) appear only when a campaign
+    item ran.
+    """
     rate = stats.programs / wall_seconds if wall_seconds > 0 else 0.0
+    checked = f"programs: {stats.programs} checked"
+    if stats.campaign:
+        checked += f" ({stats.drawn} drawn, {stats.programs - stats.drawn} while shrinking)"
     lines = [
-        f"programs: {stats.programs} checked, {stats.invalid} invalid (eager raised), "
+        f"{checked}, {stats.invalid} invalid (eager raised), "
         f"{rate:.1f} programs/s over {wall_seconds:.1f} s",
     ]
-    if stats.families:
+    if stats.campaign and stats.families:
         per_family = ", ".join(f"{name} {count}" for name, count in sorted(stats.families.items()))
         lines.append(f"per family: {per_family}")
     for reason, count in stats.invalid_reasons.most_common(3):
@@ -186,25 +189,29 @@ def summary_lines(stats: RunStats, wall_seconds: float, known_ops: list[str]) ->
         f"compiles: {stats.compiles}; CUDA graphs: {stats.captured} programs captured, "
         f"{skipped} graphs skipped" + (f" ({reasons})" if reasons else "")
     )
-    if known_ops and stats.programs:
+    if stats.campaign and known_ops and stats.programs:
         covered = [op for op in known_ops if stats.features.get(op)]
         rare = sorted(known_ops, key=lambda op: stats.features.get(op, 0))[:5]
         lines.append(
             f"op coverage: {len(covered)}/{len(known_ops)} ops; least used: "
             + ", ".join(f"{op} {stats.features.get(op, 0)}" for op in rare)
         )
-    by_signature: dict[str, list[Failure]] = {}
-    for failure in stats.failures:
-        by_signature.setdefault(failure.signature, []).append(failure)
-    lines.append(f"failures: {len(by_signature)} new signature(s)")
+    by_signature = stats.by_signature()
+    lines.append(
+        f"failures: {len(by_signature)} new signature(s), {stats.verified_repros()} with a "
+        "verified repro"
+    )
     for signature, found in sorted(by_signature.items()):
         first = found[0]
-        where = first.repro or f"{first.nodeid} (no repro file)"
-        if first.flaky:
-            where = f"FLAKY (replay {first.flaky}), {first.nodeid}"
+        repro = first.repro
+        if repro is not None and repro.path:
+            where = repro.path
+        else:
+            where = f"{first.case.nodeid} ({repro.status if repro else 'no repro'})"
         lines.append(
-            f"  {signature} ({first.kind}, {first.family}, iteration {first.iteration}, "
-            f"{stats.hits.get(signature, len(found))} failing programs): {where}"
+            f"  {signature} ({first.difference.kind}, {first.case.family}, iteration "
+            f"{first.difference.iteration}, {stats.hits.get(signature, len(found))} failing "
+            f"programs): {where}"
         )
     if stats.known:
         lines.append(f"known: {len(stats.known)} signature(s) seen again, not failures")

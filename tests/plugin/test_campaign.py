@@ -11,6 +11,12 @@ import pytest
 
 pytest_plugins = "pytester"
 
+def torch_version() -> str:
+    import torch
+
+    return str(torch.__version__)
+
+
 TESTS = Path(__file__).resolve().parents[1]
 QUIET = ["-p", "no:cacheprovider", "--cgraph-backend=aot_eager"]
 
@@ -36,11 +42,12 @@ def test_campaign_runs_families_and_reports_them(
         [
             "cgraph: backend=aot_eager device=cpu iters=5 * seed=7 (rerun with --cgraph-seed=7)",
             "*cgraph summary*",
-            "programs: * checked, * invalid (eager raised), * programs/s over * s",
+            "programs: * checked (* drawn, 0 while shrinking), * invalid (eager raised), "
+            "* programs/s over * s",
             "per family: transfer *, views *",
             "compiles: *; CUDA graphs: 0 programs captured, 0 graphs skipped",
             "op coverage: */55 ops; least used: *",
-            "failures: 0 new signature(s)",
+            "failures: 0 new signature(s), 0 with a verified repro",
             "JSON report: r.json",
         ]
     )
@@ -68,6 +75,8 @@ def test_campaign_runs_families_and_reports_them(
         7,
     )
     assert report["failures"] == [] and report["captured"] == 0
+    assert (report["new_signatures"], report["verified_repros"]) == (0, 0)
+    assert report["drawn"] == 8 and report["torch"] == torch_version()
     assert f"programs: {report['programs']} checked" in result.stdout.str()
 
 
@@ -96,7 +105,7 @@ def test_unknown_family_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--cgraph", "--cgraph-families=views,nope")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["ERROR: --cgraph-families: unknown 'nope' from command line; choose from *"]
+        ["ERROR: --cgraph-families: unknown 'nope'; choose from * (from command line)"]
     )
 
 
@@ -126,7 +135,7 @@ def test_broken_backend_from_a_plugin_fails_with_a_shrunk_program(
             "program (mutation):",
             "def program(*",
             "repro (written): cgraph-repros/*.py -- first diverging layer: only the backend *",
-            "failures: * new signature(s)",
+            "failures: * new signature(s), * with a verified repro",
             "  * (*, mutation, iteration 3, * failing programs): cgraph-repros/*.py",
         ]
     )

@@ -104,9 +104,12 @@ def test_marked_tests_are_checked_with_cgraph(
     outcomes = result.parseoutcomes()  # xdist does not report deselected items
     assert (outcomes.get("passed"), outcomes.get("failed", 0)) == (4, 0), result.stdout.str()
     # 1 + 2 parametrized + at least 3 Hypothesis examples, all checked
-    result.stdout.fnmatch_lines(["per family: marker *"])
-    marker_count = int(result.stdout.str().split("per family: marker ")[1].split()[0].rstrip(","))
-    assert marker_count >= 6
+    result.stdout.fnmatch_lines(["programs: * checked, 0 invalid*"])
+    checked = int(result.stdout.str().split("programs: ")[1].split()[0])
+    assert checked >= 6
+    # No campaign ran: its lines are left out.
+    assert "op coverage" not in result.stdout.str()
+    assert "per family" not in result.stdout.str()
 
 
 def test_bad_marked_tests_say_what_is_wrong_in_one_line(pytester: pytest.Pytester) -> None:
@@ -119,7 +122,7 @@ def test_bad_marked_tests_say_what_is_wrong_in_one_line(pytester: pytest.Pyteste
         [
             "*test_unknown_argument: @pytest.mark.cgraph_equivalent: unknown argument "
             "'iterations'; allowed: iters, backend, rtol, atol",
-            "*test_wrong_type: @pytest.mark.cgraph_equivalent: iters must be a positive int, "
+            "*test_wrong_type: @pytest.mark.cgraph_equivalent: iters must be a positive integer, "
             "got 'five'",
             "*test_returns_nothing: a @pytest.mark.cgraph_equivalent test must return the "
             "tensors to compare (got None)",
@@ -150,7 +153,7 @@ def grid():
 
 @pytest.fixture
 def model():
-    return torch.nn.Linear(3, 1)
+    return torch.nn.Linear(3, 4)
 
 
 @pytest.mark.cgraph_equivalent(backend="relu_accuracy_error_TESTING_ONLY")
@@ -177,10 +180,12 @@ def test_failing_marked_tests_leave_standalone_repros(pytester: pytest.Pytester)
     result.assert_outcomes(failed=3, deselected=1)
     output = result.stdout.str()
     assert "cgraph repro (written): repros/value-output.py" in output, output
-    assert "no repro file (not written inline): argument 'model' is a Linear" in output
+    # The module argument's repro is written too, but it is larger than the grid's.
+    assert "cgraph repro (kept smaller): repros/value-output.py" in output, output
+    assert "During handling" not in output and "marker.py" not in output
     repros = sorted((pytester.path / "repros").glob("*.py"))
     assert [path.name for path in repros] == [
-        "crash-compiled_call-AssertionError.py",
+        "crash-compiled_call-AssertionError-ReluRuntimeError_b3ea65.py",
         "value-output.py",
     ]
     crash, value = (path.read_text() for path in repros)
@@ -199,3 +204,19 @@ def test_failing_marked_tests_leave_standalone_repros(pytester: pytest.Pytester)
         assert fixed.ret == 0, fixed.stdout.str()
     regression = pytester.runpytest_subprocess("repros", "-p", "no:cacheprovider")
     regression.assert_outcomes(failed=2)
+
+
+def test_a_module_argument_is_rebuilt_in_its_repro(pytester: pytest.Pytester) -> None:
+    path = pytester.makepyfile(FAILING)
+    result = pytester.runpytest_subprocess(
+        *CHECKED_WITHOUT_CAMPAIGN, "--cgraph-repro-dir=repros", f"{path.name}::test_module_argument"
+    )
+    result.assert_outcomes(failed=1)
+    (repro,) = (pytester.path / "repros").glob("*.py")
+    text = repro.read_text()
+    assert "from torch.nn.modules.linear import Linear" in text
+    assert "model = _rebuilt(Linear, True, {'in_features': 3, 'out_features': 4}" in text
+    python = pytester.run(sys.executable, str(repro))
+    assert python.ret == 1 and "REPRODUCED" in python.stdout.str(), python.stdout.str()
+    fixed = pytester.run(sys.executable, str(repro), "--backend", "aot_eager")
+    assert fixed.ret == 0, fixed.stdout.str()

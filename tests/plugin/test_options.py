@@ -26,6 +26,11 @@ OPTIONS = (
     "--cgraph-strict",
     "--cgraph-timeout",
     "--cgraph-isolate",
+    "--cgraph-duration",
+    "--cgraph-shrink-seconds",
+    "--cgraph-known",
+    "--cgraph-no-baseline",
+    "--cgraph-check-known",
 )
 
 
@@ -66,7 +71,7 @@ def test_help_lists_every_option_with_its_help(pytester: pytest.Pytester) -> Non
             "*--cgraph-iters=CGRAPH_ITERS",
             "*iterations per program*",
             "*--cgraph-examples=CGRAPH_EXAMPLES",
-            "*programs per fuzz campaign item (default: 100)",
+            "*programs drawn per fuzz campaign item, shrink steps not*",
             "*--cgraph-seed=CGRAPH_SEED",
             "*--cgraph-families=CGRAPH_FAMILIES",
             "*--cgraph-repro-dir=CGRAPH_REPRO_DIR",
@@ -85,8 +90,8 @@ def test_header_says_what_runs(pytester: pytest.Pytester) -> None:
     )
     result.stdout.fnmatch_lines(
         [
-            "cgraph: backend=aot_eager device=cpu iters=5 capture=skipped on cpu (torch's skip "
-            "reasons are counted) seed=* (rerun with --cgraph-seed=*)"
+            "cgraph: backend=aot_eager device=cpu iters=5 examples=100 capture=skipped on cpu "
+            "(torch's skip reasons are counted) seed=* (rerun with --cgraph-seed=*)"
         ]
     )
     result.assert_outcomes(passed=1)
@@ -109,30 +114,53 @@ def test_no_header_without_cgraph(pytester: pytest.Pytester) -> None:
         ),
         (
             ["--cgraph-iters", "many"],
-            "ERROR: --cgraph-iters: 'many' from command line is not a whole number*",
+            "ERROR: --cgraph-iters: iterations must be a positive integer, got 'many' "
+            "(from command line)",
         ),
-        (["--cgraph-iters", "0"], "ERROR: --cgraph-iters: 0 from command line must be 1 or more"),
-        (["--cgraph-iters=-3"], "ERROR: --cgraph-iters: -3 from command line must be 1 or more"),
+        (["--cgraph-iters", "0"], "ERROR: --cgraph-iters: *positive integer, got '0' (from *line)"),
+        (["--cgraph-iters=-3"], "ERROR: --cgraph-iters: *positive integer, got '-3' (from *line)"),
         (
             ["--cgraph-timeout", "soon"],
-            "ERROR: --cgraph-timeout: 'soon' from command line is not a number of seconds*",
+            "ERROR: --cgraph-timeout: the time limit must be a non-negative number, got 'soon' "
+            "(from command line)",
         ),
         (
             ["--cgraph-timeout=-1"],
-            "ERROR: --cgraph-timeout: -1 from command line must be 0 or a positive number",
+            "ERROR: --cgraph-timeout: *non-negative number, got '-1' (from command line)",
         ),
         (
             ["--cgraph-families", "views,loops"],
-            "ERROR: --cgraph-families: unknown 'loops' from command line; choose from *",
+            "ERROR: --cgraph-families: unknown 'loops'; choose from * or all (from command line)",
         ),
         (
             ["--cgraph-repro-dir", "notes.txt/repros"],
-            "ERROR: --cgraph-repro-dir: 'notes.txt/repros' cannot be written (*notes.txt is not a "
-            "directory); give a writable directory",
+            "ERROR: --cgraph-repro-dir: 'notes.txt/repros' cannot be written (Not a directory); "
+            "give a writable directory",
+        ),
+        (
+            ["--cgraph-duration", "5x"],
+            "ERROR: --cgraph-duration: the duration must be like 90s, 30m or 8h, got '5x' "
+            "(from command line)",
+        ),
+        (
+            ["--cgraph-known", "no/such/registry"],
+            "ERROR: --cgraph-known: 'no/such/registry' is not a directory of repro files "
+            "(from command line)",
+        ),
+        (
+            ["--cgraph-repro-dir", "/proc/no/such/dir"],
+            "ERROR: --cgraph-repro-dir: '/proc/no/such/dir' cannot be written (*); "
+            "give a writable directory",
+        ),
+        (
+            ["--cgraph-report", "notes.txt/report.json"],
+            "ERROR: --cgraph-report: 'notes.txt/report.json' cannot be written (*); "
+            "give a writable path",
         ),
         (
             ["--cgraph-device", "tpu"],
-            "ERROR: --cgraph-device: 'tpu' from command line is not auto, cpu, cuda or cuda:N",
+            "ERROR: --cgraph-device: unknown device 'tpu'; use auto, cpu, cuda or cuda:N "
+            "(from command line)",
         ),
     ],
 )
@@ -170,7 +198,9 @@ def test_ini_keys_are_read_and_errors_say_where(pytester: pytest.Pytester) -> No
     pytester.makeini("[pytest]\ncgraph_iters = -2\n")
     pytester.makepyfile(TRIVIAL)
     result = pytester.runpytest("--cgraph")
-    result.stderr.fnmatch_lines(["ERROR: --cgraph-iters: -2 from ini file must be 1 or more"])
+    result.stderr.fnmatch_lines(
+        ["ERROR: --cgraph-iters: iterations must be a positive integer, got '-2' (from ini file)"]
+    )
 
 
 def test_command_line_wins_over_ini(pytester: pytest.Pytester) -> None:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cgraph.guard import InFlight, InFlightProgram
+from pytest_cgraph.failures import Case
+from pytest_cgraph.guard import InFlight
 
 pytest_plugins = "pytester"
 
@@ -53,7 +54,7 @@ def test_a_segfault_under_xdist_is_a_crash_with_its_program_saved(killers: pytes
     result.assert_outcomes(passed=1, failed=2)
     output = result.stdout.str()
     assert "crash of the process: the worker died" in output
-    assert "while checking this program (mutation):" in output
+    assert "program (mutation):" in output
     assert "python FILE killed by SIGSEGV" in output
     # named by the signal the verifying run died of, as under --cgraph-isolate
     assert repros(killers) == ["crash-process-SIGSEGV.py"]
@@ -93,7 +94,7 @@ def test_a_hang_is_a_timeout_failure_within_the_limit(killers: pytest.Pytester) 
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*timeout of the program: the program ran longer than the 3 s time limit*",
+            "timeout of the program: it ran longer than the 3 s time limit",
             "*repro (written): cgraph-repros/timeout-program.py -- "
             "python FILE hung past TIMEOUT = 3 s",
             "stopped hunting early: the last 3 programs hung or killed their process *",
@@ -134,9 +135,8 @@ def test_a_failure_that_does_not_replay_is_reported_as_flaky(killers: pytest.Pyt
     result.stdout.fnmatch_lines(
         [
             "*value difference at iteration 3*",
-            "FLAKY: it failed once (value-output), then the same program passed when replayed*",
-            "  value-output (value, mutation, iteration 3, *): FLAKY (replay passed), "
-            "cgraph::mutation",
+            "no repro file (flaky): it failed once, then the same program passed when replayed",
+            "  value-output (value, mutation, iteration 3, *): cgraph::mutation (flaky)",
         ]
     )
     assert repros(killers) == []
@@ -147,7 +147,7 @@ def test_a_run_that_died_is_reported_by_the_next(killers: pytest.Pytester) -> No
     gone.wait()
     record = InFlight(killers.path / "cgraph-repros", "cgraph::mutation")
     record.start(
-        InFlightProgram(
+        Case(
             nodeid="cgraph::mutation",
             family="mutation",
             source=(
@@ -159,8 +159,8 @@ def test_a_run_that_died_is_reported_by_the_next(killers: pytest.Pytester) -> No
             iters=5,
             timeout=0,
             setup_modules=("cgraph_doubles.killers",),
-            pid=gone.pid,
-        )
+        ),
+        pid=gone.pid,
     )
     result = hunt(killers, "aot_eager", "--cgraph-families=views", "--cgraph-examples=2")
     result.assert_outcomes(passed=2, failed=1)
@@ -199,8 +199,9 @@ def test_foreign_and_corrupted_files_in_the_repro_dir_are_left_alone(
     directory.mkdir()
     foreign = b"# my notes on the replay crash\n"
     corrupted = b"# pytest-cgraph repro\n\x00\xff\xfe torn by a full disk"
-    (directory / "crash-compiled_call-RuntimeError.py").write_bytes(foreign)
-    (directory / "crash-compiled_call-RuntimeError-2.py").write_bytes(corrupted)
+    name = "crash-compiled_call-RuntimeError-replay_crashed_c380cb"
+    (directory / f"{name}.py").write_bytes(foreign)
+    (directory / f"{name}-2.py").write_bytes(corrupted)
     result = pytester.runpytest_subprocess(
         "--cgraph",
         "-p",
@@ -212,8 +213,6 @@ def test_foreign_and_corrupted_files_in_the_repro_dir_are_left_alone(
         "--cgraph-examples=3",
     )
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        ["repro (written): cgraph-repros/crash-compiled_call-RuntimeError-3.py -- *"]
-    )
-    assert (directory / "crash-compiled_call-RuntimeError.py").read_bytes() == foreign
-    assert (directory / "crash-compiled_call-RuntimeError-2.py").read_bytes() == corrupted
+    result.stdout.fnmatch_lines([f"repro (written): cgraph-repros/{name}-3.py -- *"])
+    assert (directory / f"{name}.py").read_bytes() == foreign
+    assert (directory / f"{name}-2.py").read_bytes() == corrupted

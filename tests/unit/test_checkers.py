@@ -6,7 +6,7 @@ import pytest
 
 from pytest_cgraph import checkers
 from pytest_cgraph.checkers import IsolatedChecker
-from pytest_cgraph.guard import InFlightProgram
+from pytest_cgraph.failures import Case, Verdict
 
 ADD_ONE = """
 import torch
@@ -27,8 +27,8 @@ ITERS = 3
 EAGER_RAISES = ADD_ONE.replace("a0 + 1", "a0.view(3)")
 
 
-def record(source: str) -> InFlightProgram:
-    return InFlightProgram("cgraph::views", "views", source, "aot_eager", "cpu", 3, 30.0, (), 0)
+def case(source: str) -> Case:
+    return Case(source, "aot_eager", "cpu", 3, family="views", nodeid="cgraph::views")
 
 
 def test_a_child_checks_programs_and_is_replaced_after_its_quota(
@@ -38,12 +38,11 @@ def test_a_child_checks_programs_and_is_replaced_after_its_quota(
     isolated = IsolatedChecker((), timeout=60.0)
     try:
         verdicts = [
-            isolated.check(source, "aot_eager", "cpu", 3, record(source)).verdict
-            for source in (ADD_ONE, EAGER_RAISES, ADD_ONE)
+            isolated.check(case(source)).verdict for source in (ADD_ONE, EAGER_RAISES, ADD_ONE)
         ]
         first_child = isolated.children_started
     finally:
         isolated.close()
-    assert verdicts == ["pass", "invalid", "pass"]
+    assert verdicts == [Verdict.PASS, Verdict.INVALID, Verdict.PASS]
     assert first_child == 2  # the third program went to a fresh child
     assert isolated.child_pid is None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from pytest_cgraph.cloning import clone_preserving_aliases
+from pytest_cgraph.oracle.cloning import clone_preserving_aliases
 
 
 def same_memory(a: torch.Tensor, b: torch.Tensor) -> bool:

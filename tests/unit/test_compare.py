@@ -1,33 +1,47 @@
-"""Judging observed values: tolerances per dtype, statistics, metadata, signatures."""
+"""Judging observed values: tolerances per dtype, statistics, layout, signatures."""
 
 from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
-from pytest_cgraph.compare import Difference, Tolerance, compare_values, value_difference
-from pytest_cgraph.observe import TensorSnapshot
+from pytest_cgraph.oracle.compare import (
+    TensorSnapshot,
+    Tolerance,
+    compare_values,
+    crash_difference,
+    value_difference,
+)
+from pytest_cgraph.oracle.difference import (
+    Difference,
+    Kind,
+    Place,
+    Role,
+    message_key,
+    normalised_message,
+)
 
 
 def test_float32_default_tolerance_is_assert_closes() -> None:
     tolerance = Tolerance()
     base = torch.ones(3)
-    assert value_difference(base, base + 1e-6, tolerance, "value") is None
-    assert value_difference(base, base + 1e-4, tolerance, "value") is not None
+    assert value_difference(base, base + 1e-6, tolerance, Kind.VALUE) is None
+    assert value_difference(base, base + 1e-4, tolerance, Kind.VALUE) is not None
 
 
 def test_integers_and_bools_compare_exactly_and_nans_equal() -> None:
     tolerance = Tolerance(rtol=1.0, atol=1.0)
-    assert value_difference(torch.tensor([1, 2]), torch.tensor([1, 3]), tolerance, "value")
-    assert value_difference(torch.tensor([True]), torch.tensor([False]), tolerance, "value")
+    assert value_difference(torch.tensor([1, 2]), torch.tensor([1, 3]), tolerance, Kind.VALUE)
+    assert value_difference(torch.tensor([True]), torch.tensor([False]), tolerance, Kind.VALUE)
     nan = torch.tensor([math.nan, 1.0])
-    assert value_difference(nan, nan.clone(), Tolerance(), "value") is None
+    assert value_difference(nan, nan.clone(), Tolerance(), Kind.VALUE) is None
 
 
 def test_statistics_point_at_the_worst_and_first_mismatch() -> None:
     found = value_difference(
-        torch.tensor([1.0, 2.0, 4.0]), torch.tensor([1.0, 2.5, 8.0]), Tolerance(), "value"
+        torch.tensor([1.0, 2.0, 4.0]), torch.tensor([1.0, 2.5, 8.0]), Tolerance(), Kind.VALUE
     )
     assert found is not None
     assert found.max_abs == 4.0
@@ -36,12 +50,47 @@ def test_statistics_point_at_the_worst_and_first_mismatch() -> None:
     assert found.detail == "2 of 3 elements differ"
 
 
-def test_argument_layout_changes_are_metadata() -> None:
-    x = torch.randn(2, 3)
-    found = compare_values(
-        TensorSnapshot.of(x), TensorSnapshot.of(x.t()), Tolerance(), "mutation", check_layout=True
+def layout(tensor: torch.Tensor, other: torch.Tensor) -> Difference | None:
+    return compare_values(
+        TensorSnapshot.of(tensor),
+        TensorSnapshot.of(other),
+        Tolerance(),
+        Kind.MUTATION,
+        check_layout=True,
     )
-    assert found is not None and found.kind == "metadata" and "shape" in found.detail
+
+
+def test_argument_shape_changes_are_metadata() -> None:
+    x = torch.randn(2, 3)
+    found = layout(x, x.t())
+    assert found is not None and found.kind is Kind.METADATA and found.facet == "shape"
+
+
+def test_a_significant_stride_difference_is_metadata() -> None:
+    x = torch.randn(3, 2)
+    found = layout(x, x.t().contiguous().t())
+    assert found is not None and found.facet == "stride"
+    assert (found.expected, found.actual) == ("(2, 1)", "(1, 3)")
+
+
+def test_strides_of_size_one_dimensions_mean_nothing() -> None:
+    # The false alarm an Inductor campaign raised: (1, 2) tensors whose
+    # strides differ only along the dimension of size 1.
+    transposed = torch.randn(2, 1).transpose(0, 1)  # shape (1, 2), strides (1, 1)
+    contiguous = torch.randn(1, 2)  # shape (1, 2), strides (2, 1)
+    assert transposed.stride() != contiguous.stride()
+    assert layout(transposed, contiguous.copy_(transposed)) is None
+
+
+def test_strides_and_offsets_of_empty_tensors_mean_nothing() -> None:
+    assert layout(torch.empty(0, 3), torch.empty(3, 0).t()) is None
+    offset = torch.arange(6.0)[3:3].view(0, 1)
+    assert layout(torch.empty(0, 1), offset) is None
+
+
+def test_a_storage_offset_of_a_nonempty_tensor_is_observable() -> None:
+    found = layout(torch.tensor([2.0, 3.0]), torch.arange(4.0)[2:])
+    assert found is not None and found.facet == "storage_offset"
 
 
 def test_output_strides_are_not_judged() -> None:
@@ -50,23 +99,93 @@ def test_output_strides_are_not_judged() -> None:
         TensorSnapshot.of(x),
         TensorSnapshot.of(x.t().contiguous().t()),
         Tolerance(),
-        "value",
+        Kind.VALUE,
         check_layout=False,
     )
     assert found is None
 
 
-def test_signature_is_kind_place_and_exception() -> None:
-    crash = Difference("crash", 3, "compiled call", exception_type="RuntimeError")
-    assert crash.signature == "crash-compiled_call-RuntimeError"
-    assert Difference("grad", 2, "grad of x").signature == "grad-grad"
+def test_signature_is_kind_place_facet_and_exception() -> None:
+    assert Difference(Kind.GRAD, 2, Place(Role.GRAD, name="x")).signature == "grad-grad"
+    presence = Difference(Kind.GRAD, 2, Place(Role.GRAD, name="x"), facet="presence")
+    assert presence.signature == "grad-grad-presence"
     # indices and argument names do not split one bug into many
-    assert Difference("value", 3, "output #2").signature == "value-output"
+    assert Difference(Kind.VALUE, 3, Place(Role.OUTPUT, index=2)).signature == "value-output"
     assert (
-        Difference("value", 3, "output #0 (argument a1)").signature
-        == Difference("value", 4, "output #1 (argument b0)").signature
+        Difference(Kind.VALUE, 3, Place(Role.OUTPUT, index=0, argument="a1")).signature
+        == Difference(Kind.VALUE, 4, Place(Role.OUTPUT, index=1, argument="b0")).signature
         == "value-output_argument"
     )
-    assert Difference("mutation", 3, "argument pair[1]").signature == "mutation-argument"
-    stale = Difference("stale output", 2, "output #0 of iteration 2, re-read after iteration 5")
-    assert stale.signature == "stale_output-output_of_iteration_re_read_after_iteration"
+    assert (
+        Difference(Kind.MUTATION, 3, Place(Role.ARGUMENT, name="pair[1]")).signature
+        == "mutation-argument"
+    )
+    stale = Difference(Kind.STALE_OUTPUT, 2, Place(Role.RETAINED, index=0, iteration=2))
+    assert stale.signature == "stale_output-retained"
+    assert str(stale.place) == "output #0 of iteration 2, re-read at the end"
+
+
+def crash(message: str, error: type[Exception] = RuntimeError) -> Difference:
+    return crash_difference(error(message), "", 1, "call")
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("expected size 1==2, stride 1==1 at dim=0", "expected size 3==4, stride 2==2 at dim=1"),
+        (
+            "The size of tensor a (3) must match the size of tensor b (2)",
+            "The size of tensor a (5) must match the size of tensor b (4)",
+        ),
+        (
+            "shape '[2, 3]' is invalid for input of size 5",
+            "shape '[4]' is invalid for input of size 7",
+        ),
+        ("Tensor primals_1 at 0x7f3a2c is frozen", "Tensor arg0_1 at 0x55d0 is frozen"),
+    ],
+)
+def test_one_bug_under_other_shapes_names_and_addresses_is_one_signature(
+    first: str, second: str
+) -> None:
+    assert crash(first).signature == crash(second).signature
+
+
+def test_different_messages_are_different_bugs() -> None:
+    frozen = crash("cannot mutate tensors with frozen storage")
+    detach = crash("Can't detach views in-place. Use detach() instead.")
+    assert frozen.signature != detach.signature
+    assert frozen.signature.startswith("crash-compiled_call-RuntimeError-cannot_mutate_tensors")
+    # the same message from another exception type is another bug too
+    assert crash("boom", ValueError).signature != crash("boom", RuntimeError).signature
+
+
+def test_normalisation_blanks_what_varies() -> None:
+    assert (
+        normalised_message("expected size 1==2, stride 1==1 at dim=0\nmore detail")
+        == "expected size N==N, stride N==N at dim=N"
+    )
+    assert normalised_message("got 'aot_eager' and torch.Size([2, 3])") == "got Q and SHAPE"
+    assert normalised_message("Can't detach views in-place") == "Can't detach views in-place"
+    assert message_key("") == ""
+
+
+def test_a_compiler_wrapper_is_named_with_what_it_wraps() -> None:
+    from torch._dynamo.exc import BackendCompilerFailed
+
+    inner = RuntimeError("more than one element of the written-to tensor refers to a location")
+    wrapped = crash_difference(BackendCompilerFailed(lambda: None, inner, None), "", 2, "call")
+    assert wrapped.exception_type == "BackendCompilerFailed.RuntimeError"
+    assert wrapped.message == str(inner)
+    assert wrapped.headline().endswith(f"BackendCompilerFailed.RuntimeError: {inner}")
+
+
+def test_a_difference_survives_json() -> None:
+    found = Difference(
+        Kind.METADATA,
+        3,
+        Place(Role.OUTPUT, index=1, argument="a0"),
+        facet="stride",
+        index=(0, 1),
+        max_abs=1.0,
+    )
+    assert Difference.from_json(found.to_json()) == found

@@ -11,6 +11,7 @@ from cgraph_doubles import cuda_trees
 from cgraph_doubles.cuda_trees import CudaGraphTreesDouble, RecordingCudaOps
 from pytest_cgraph import EquivalenceError, check_equivalent
 from pytest_cgraph.backends import resolve_backend
+from pytest_cgraph.oracle.difference import Kind, Place, Role
 from pytest_cgraph.runner import CheckSettings, run_check
 
 
@@ -37,9 +38,9 @@ def test_silent_overwrite_of_retained_outputs_is_a_failure() -> None:
         check_equivalent(
             affine, fresh_args=fresh_pair, backend=CudaGraphTreesDouble(invalidate_on_replay=False)
         )
-    assert caught.value.difference.kind == "stale output"
+    assert caught.value.difference.kind is Kind.STALE_OUTPUT
     assert caught.value.difference.iteration == 2
-    assert "re-read after iteration 5" in caught.value.difference.place
+    assert caught.value.difference.place == Place(Role.RETAINED, index=0, iteration=2)
 
 
 def test_a_step_is_marked_before_every_compiled_call() -> None:

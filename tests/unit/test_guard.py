@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,19 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cgraph.checkers import Outcome, describe_exit
+from pytest_cgraph.failures import Case, Outcome
 from pytest_cgraph.guard import (
     InFlight,
-    InFlightProgram,
     ProgramTimeout,
+    describe_exit,
     read_dead_program,
     stale_records,
     time_limit,
 )
 
 
-def program(pid: int, timeout: float = 0.0) -> InFlightProgram:
-    return InFlightProgram(
+def program(timeout: float | None = None) -> Case:
+    return Case(
         nodeid="cgraph::mutation",
         family="mutation",
         source="def program():\n    pass\n",
@@ -31,7 +32,6 @@ def program(pid: int, timeout: float = 0.0) -> InFlightProgram:
         iters=5,
         timeout=timeout,
         setup_modules=("cgraph_doubles.killers",),
-        pid=pid,
         seed=7,
     )
 
@@ -60,9 +60,9 @@ def test_no_limit_means_none() -> None:
 
 def test_an_inflight_record_is_written_before_and_removed_after(tmp_path: Path) -> None:
     inflight = InFlight(tmp_path, "cgraph::mutation")
-    inflight.start(program(os.getpid(), timeout=60))
+    inflight.start(program(timeout=60))
     dead = read_dead_program(inflight.path)
-    assert dead is not None and dead.program == program(os.getpid(), timeout=60)
+    assert dead is not None and dead.case == program(timeout=60) and dead.pid == os.getpid()
     assert not dead.timed_out
     assert stale_records(tmp_path) == []  # this process is alive
     inflight.finish()
@@ -77,7 +77,9 @@ def test_records_of_dead_processes_are_stale_and_the_watchdog_header_means_timeo
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     inflight = InFlight(tmp_path, "cgraph::views")
-    inflight.start(program(gone.pid))
+    inflight.start(program())
+    record = json.loads(inflight.path.read_text())
+    inflight.path.write_text(json.dumps({**record, "pid": gone.pid}))
     inflight.stacks_path.write_text("Timeout (0:02:10)!\nThread 0x1 (most recent call first):\n")
     assert stale_records(tmp_path) == [inflight.path]
     dead = read_dead_program(inflight.path)
@@ -90,9 +92,9 @@ def test_how_a_process_ended_is_described() -> None:
     assert describe_exit(-11) == "killed by SIGSEGV"
     assert describe_exit(-6) == "killed by SIGABRT"
     assert describe_exit(3) == "exited with status 3"
-    died = Outcome("died", message="killed by SIGSEGV").difference()
-    assert died is not None and died[0].signature == "crash-process-SIGSEGV"
-    assert died[0].ends_process and died[1] == "crash of the process: killed by SIGSEGV"
-    timeout = Outcome("timeout", message="ran longer than the 3 s limit").difference()
-    assert timeout is not None and timeout[0].signature == "timeout-program"
-    assert Outcome("pass").difference() is None
+    died = Outcome.died("killed by SIGSEGV", "SIGSEGV").difference
+    assert died is not None and died.signature == "crash-process-SIGSEGV"
+    assert died.ends_process and died.headline() == "crash of the process: killed by SIGSEGV"
+    timeout = Outcome.timed_out(3).difference
+    assert timeout is not None and timeout.signature == "timeout-program"
+    assert timeout.headline() == "timeout of the program: it ran longer than the 3 s time limit"

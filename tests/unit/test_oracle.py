@@ -11,6 +11,7 @@ from pytest_cgraph import (
     InvalidProgram,
     check_equivalent,
 )
+from pytest_cgraph.oracle.difference import Kind
 
 
 def scale_and_mutate(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -65,11 +66,14 @@ def test_compiled_only_error_is_a_crash_with_traceback() -> None:
     with pytest.raises(EquivalenceError) as caught:
         check_equivalent(torch.relu, torch.randn(4), backend="relu_runtime_error_TESTING_ONLY")
     difference = caught.value.difference
-    assert difference.kind == "crash"
+    assert difference.kind is Kind.CRASH
     assert difference.iteration == 1
-    assert difference.place == "compiled call"
+    assert str(difference.place) == "compiled call"
     assert "ReluRuntimeError" in str(caught.value)
-    assert "Traceback" in str(caught.value)
+    # torch's traceback is kept, but shown only when asked for
+    assert "Traceback" not in str(caught.value)
+    assert "Traceback" in difference.traceback
+    assert "Traceback" in difference.describe(verbose=True)
 
 
 def test_value_difference_message_names_everything() -> None:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from pytest_cgraph.compare import Difference
-from pytest_cgraph.repro import MARKER_LINE, Finding, make_repro, write_repro
+from pytest_cgraph.errors import EquivalenceError
+from pytest_cgraph.failures import Case, Failure, ReproStatus
+from pytest_cgraph.registry import MARKER_LINE
+from pytest_cgraph.repro import make_repro, write_repro
+from pytest_cgraph.runner import check_source
 
 LOST_MUTATION = """\
 # family: mutation
@@ -30,15 +34,23 @@ ITERS = 5
 """
 
 
+def failing(source: str, backend: str, modules: tuple[str, ...] = ()) -> Failure:
+    """The failure ``source`` shows on ``backend``, as the campaign would record it."""
+    with pytest.raises(EquivalenceError) as raised:
+        check_source(source, backend=backend)
+    case = Case(source, backend, "cpu", 5, family="mutation", size=101, setup_modules=modules)
+    return Failure(case, raised.value.difference)
+
+
 def text(size: int) -> str:
     return f"{MARKER_LINE}\n# size: {size}\nprint('repro of size {size}')\n"
 
 
 def test_a_smaller_program_replaces_a_larger_never_the_reverse(tmp_path: Path) -> None:
     path, status = write_repro(tmp_path, "value-output_0", text(300), 300)
-    assert (path.name, status) == ("value-output_0.py", "written")
-    assert write_repro(tmp_path, "value-output_0", text(400), 400)[1] == "kept smaller"
-    assert write_repro(tmp_path, "value-output_0", text(100), 100)[1] == "written"
+    assert (path.name, status) == ("value-output_0.py", ReproStatus.WRITTEN)
+    assert write_repro(tmp_path, "value-output_0", text(400), 400)[1] is ReproStatus.KEPT_SMALLER
+    assert write_repro(tmp_path, "value-output_0", text(100), 100)[1] is ReproStatus.WRITTEN
     assert "# size: 100" in path.read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == [".cgraph-repro.lock", "value-output_0.py"]
 
@@ -46,7 +58,7 @@ def test_a_smaller_program_replaces_a_larger_never_the_reverse(tmp_path: Path) -
 def test_a_foreign_file_is_never_overwritten(tmp_path: Path) -> None:
     (tmp_path / "value-output_0.py").write_text("# my own notes\n")
     path, status = write_repro(tmp_path, "value-output_0", text(100), 100)
-    assert (path.name, status) == ("value-output_0-2.py", "written")
+    assert (path.name, status) == ("value-output_0-2.py", ReproStatus.WRITTEN)
     assert (tmp_path / "value-output_0.py").read_text() == "# my own notes\n"
 
 
@@ -54,7 +66,7 @@ def test_a_corrupted_repro_of_ours_is_kept_and_ours_goes_beside_it(tmp_path: Pat
     corrupted = f"{MARKER_LINE}\n\x00\x17 truncated by a full disk".encode()
     (tmp_path / "value-output_0.py").write_bytes(corrupted)
     path, status = write_repro(tmp_path, "value-output_0", text(100), 100)
-    assert (path.name, status) == ("value-output_0-2.py", "written")
+    assert (path.name, status) == ("value-output_0-2.py", ReproStatus.WRITTEN)
     assert (tmp_path / "value-output_0.py").read_bytes() == corrupted
     assert path.stat().st_mode & 0o044 == 0o044  # readable by others, unlike mkstemp's files
 
@@ -62,7 +74,8 @@ def test_a_corrupted_repro_of_ours_is_kept_and_ours_goes_beside_it(tmp_path: Pat
 RACE = """
 import sys
 from pathlib import Path
-from pytest_cgraph.repro import MARKER_LINE, write_repro
+from pytest_cgraph.registry import MARKER_LINE
+from pytest_cgraph.repro import write_repro
 
 directory, size = Path(sys.argv[1]), int(sys.argv[2])
 text = f"{MARKER_LINE}\\n# size: {size}\\nprint('repro of size {size}')\\n"
@@ -88,20 +101,11 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     assert FAULTS
     directory = tmp_path_factory.mktemp("repros")
-    finding = Finding(
-        source=LOST_MUTATION,
-        difference=Difference("mutation", 3, "argument a0"),
-        backend="faulty_lost_input_mutation",
-        device="cpu",
-        iters=5,
-        family="mutation",
-        size=101,
-        setup_modules=("cgraph_doubles.faults",),
-    )
-    outcome = make_repro(finding, directory)
-    assert outcome.status == "written", outcome
-    assert outcome.path is not None and outcome.layer is None
-    return outcome.path
+    failure = failing(LOST_MUTATION, "faulty_lost_input_mutation", ("cgraph_doubles.faults",))
+    repro = make_repro(failure, directory).repro
+    assert repro is not None and repro.status is ReproStatus.WRITTEN, repro
+    assert repro.path is not None and repro.layer is None
+    return Path(repro.path)
 
 
 def run_repro(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -114,7 +118,9 @@ def run_repro(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_repro_header_says_what_failed_where(written: Path) -> None:
     head = written.read_text().split("\n\n", 1)[0]
     assert head.startswith(MARKER_LINE)
-    assert "# failure: mutation at iteration 3, argument a0" in head
+    assert "# failure: mutation difference at iteration 3, argument a0" in head
+    assert "# base signature: mutation-argument" in head
+    assert "# layer: none" in head
     assert "# backend: faulty_lost_input_mutation; device: cpu; iterations: 5" in head
     assert "# first diverging layer: none below the backend itself" in head
     assert "# size: 101" in head
@@ -126,24 +132,33 @@ def test_repro_exits_1_while_the_bug_is_there_and_0_on_a_correct_backend(written
     assert failing.returncode == 1, failing.stderr
     assert failing.stdout.startswith("REPRODUCED (faulty_lost_input_mutation): ")
     assert len(failing.stdout.strip().splitlines()) == 1
+    assert "eager:    [6.0, 6.0]" in failing.stderr  # the details go to stderr
     passing = run_repro(written, "--backend", "aot_eager")
     assert passing.returncode == 0, passing.stderr
     assert passing.stdout.strip() == "NOT REPRODUCED (aot_eager): eager and compiled agree"
 
 
+def test_repro_prints_a_bug_report_with_every_rung_of_the_ladder(written: Path) -> None:
+    report = run_repro(written, "--issue")
+    assert report.returncode == 0, report.stderr
+    text = report.stdout
+    assert text.startswith("### 🐛 Describe the bug")
+    assert "def program(a0):" in text and "### Versions" in text
+    for rung in ("eager", "aot_eager", "cudagraphs", "faulty_lost_input_mutation"):
+        assert f"| `{rung}` |" in text
+    assert "| `faulty_lost_input_mutation` | mutation difference at iteration 3" in text
+    assert "fallback_random" in text
+
+
 def test_a_program_that_does_not_reproduce_is_not_written(tmp_path: Path) -> None:
-    finding = Finding(
-        source=LOST_MUTATION,
-        difference=Difference("mutation", 3, "argument a0"),
-        backend="aot_eager",  # correct: the standalone check finds nothing
-        device="cpu",
-        iters=5,
-        family="mutation",
-        size=101,
+    failure = failing(LOST_MUTATION, "faulty_lost_input_mutation", ("cgraph_doubles.faults",))
+    correct = dataclasses.replace(
+        failure, case=dataclasses.replace(failure.case, backend="aot_eager")
     )
-    outcome = make_repro(finding, tmp_path)
-    assert (outcome.path, outcome.status) == (None, "not reproducible")
-    assert "agree" in outcome.detail
+    repro = make_repro(correct, tmp_path).repro
+    assert repro is not None
+    assert (repro.path, repro.status) == (None, ReproStatus.NOT_REPRODUCIBLE)
+    assert "eager and compiled agree" in repro.detail
     assert not list(tmp_path.glob("*.py"))
 
 
@@ -151,15 +166,6 @@ def test_layer_ladder_names_the_first_diverging_rung(tmp_path: Path) -> None:
     source = LOST_MUTATION.replace("a0.add_(2)", "a0.fill_(1.5)").replace(
         "torch.zeros(2)", "torch.zeros(1).expand(2)"
     )
-    finding = Finding(
-        source=source,
-        difference=Difference("crash", 1, "compiled call", exception_type="RuntimeError"),
-        backend="cudagraphs",
-        device="cpu",
-        iters=5,
-        family="mutation",
-        size=101,
-    )
-    outcome = make_repro(finding, tmp_path)
-    assert outcome.layer == "aot_eager" and not outcome.cudagraph_specific
-    assert outcome.path is not None and outcome.path.name.endswith("-aot_eager.py")
+    repro = make_repro(failing(source, "cudagraphs"), tmp_path).repro
+    assert repro is not None and repro.layer == "aot_eager" and not repro.cudagraph_specific
+    assert repro.path is not None and repro.path.endswith("-aot_eager.py")

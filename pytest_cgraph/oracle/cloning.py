@@ -6,14 +6,80 @@ strides, storage offset, ``requires_grad``, leaf-ness, ``nn.Parameter``-ness,
 an existing ``.grad`` — and aliasing. Two arguments that are views of one
 storage in the call are views of one (new) storage in each copy, because
 input aliasing is exactly what compiled code handles specially.
+
+Modules and optimizers are copied too: a module deep-copied (parameter
+sharing, buffers, grads, training mode kept), an optimizer rebound to its
+side's copies of the parameters. Without that, both sides would share one
+module, and the eager side's update would be where the compiled side starts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
+
+
+def is_stateful_object(value: Any) -> bool:
+    """A module or optimizer: an argument whose tensors live inside it."""
+    return isinstance(value, (torch.nn.Module, torch.optim.Optimizer))
+
+
+def clone_arguments(values: Sequence[Any], device: torch.device | None = None) -> list[Any]:
+    """One side's copies of a program's flat arguments: tensors, modules, optimizers.
+
+    Tensors are copied first (aliasing between them kept); modules and
+    optimizers are then deep-copied through one memo that already maps each
+    tensor argument to its copy, so a parameter passed both inside its
+    module and on its own stays one tensor, and an optimizer's parameters
+    are its side's copies of the module's. Other values pass through.
+    """
+    copies = clone_preserving_aliases(values, device)
+    memo: dict[int, Any] = {
+        id(original): twin
+        for original, twin in zip(values, copies, strict=True)
+        if isinstance(original, torch.Tensor)
+    }
+    # Modules before optimizers: an optimizer's parameters then resolve,
+    # through the memo, to the copies its module's copy holds.
+    order = sorted(
+        (i for i, value in enumerate(values) if is_stateful_object(value)),
+        key=lambda i: isinstance(values[i], torch.optim.Optimizer),
+    )
+    for index in order:
+        try:
+            twin = copy.deepcopy(values[index], memo)
+        except RuntimeError as error:
+            raise ValueError(
+                f"argument {index} ({type(values[index]).__name__}) cannot be copied per side: "
+                f"{str(error).splitlines()[0]}"
+            ) from None
+        if device is not None and isinstance(twin, torch.nn.Module):
+            twin.to(device)
+        copies[index] = twin
+    return copies
+
+
+def named_state(name: str, value: Any) -> Iterator[tuple[str, torch.Tensor | None]]:
+    """The tensors a module or optimizer holds, named by path: ``net.lin.weight``.
+
+    An optimizer's state is named by its parameters' positions in its
+    groups: ``opt.state[0].momentum_buffer``.
+    """
+    if isinstance(value, torch.nn.Module):
+        yield from ((f"{name}.{path}", t) for path, t in value.named_parameters())
+        yield from ((f"{name}.{path}", t) for path, t in value.named_buffers())
+    elif isinstance(value, torch.optim.Optimizer):
+        position = 0
+        for group in value.param_groups:
+            for parameter in group["params"]:
+                state = value.state.get(parameter, {})
+                for key in sorted(state):
+                    if isinstance(state[key], torch.Tensor):
+                        yield f"{name}.state[{position}].{key}", state[key]
+                position += 1
 
 
 def storage_key(tensor: torch.Tensor) -> tuple[torch.device, int] | None:
@@ -55,10 +121,10 @@ def clone_preserving_aliases(
         else:
             groups.setdefault(key, []).append(index)
     for indices in groups.values():
-        for index, copy in zip(
+        for index, twin in zip(
             indices, _clone_group([values[i] for i in indices], device), strict=True
         ):
-            copies[index] = copy
+            copies[index] = twin
     return copies
 
 

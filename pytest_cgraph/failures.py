@@ -1,0 +1,214 @@
+"""The values a failure travels as, from the oracle's verdict to the report.
+
+- :class:`Case`: a program's source and how it is checked (backend, device,
+  iterations, time limit, where it came from). It is also the in-flight
+  record a process leaves while checking it.
+- :class:`Outcome`: what checking a case gave — a :class:`Verdict`, and the
+  oracle's :class:`~pytest_cgraph.oracle.compare.Difference` when it failed.
+- :class:`Failure`: a case and its difference, the one record carried
+  unchanged through the campaign, marker, crash and repro paths; its
+  :class:`ReproResult` is attached once the repro is written.
+
+Torch-free: the plugin reads these while collecting and reporting.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
+
+if TYPE_CHECKING:
+    from pytest_cgraph.oracle.engine import CheckReport
+
+
+class Verdict(str, enum.Enum):
+    """How checking one program ended."""
+
+    PASS = "pass"
+    INVALID = "invalid"  # eager raised: no reference behaviour
+    FAIL = "fail"  # eager and compiled differ
+    TIMEOUT = "timeout"  # the program ran past its time limit
+    DIED = "died"  # the process checking it died
+    ERROR = "error"  # the harness itself failed: not the program's doing
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Case:
+    """A program's source and how it is checked: all a repro or an in-flight record needs."""
+
+    source: str
+    backend: str
+    device: str
+    iters: int
+    family: str = "marker"
+    nodeid: str = ""
+    seed: int | None = None
+    size: int = 0
+    statements: int | None = None
+    timeout: float | None = None
+    #: Modules to import before compiling: those that register the backend.
+    setup_modules: tuple[str, ...] = ()
+    #: How to replay the failure, when not a campaign's (seed, family).
+    replay: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Builtins only (an in-flight record, a report)."""
+        return {**dataclasses.asdict(self), "setup_modules": list(self.setup_modules)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Case:
+        """The inverse of :meth:`to_json`."""
+        return cls(**{**data, "setup_modules": tuple(data.get("setup_modules", ()))})
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What checking one case gave.
+
+    ``difference`` is set for ``FAIL``, ``TIMEOUT`` and ``DIED``; ``report``
+    for ``PASS``; ``reason`` says what eager raised (``INVALID``) or how the
+    harness failed (``ERROR``).
+    """
+
+    verdict: Verdict
+    difference: Difference | None = None
+    report: CheckReport | None = None
+    reason: str = ""
+
+    @classmethod
+    def timed_out(cls, seconds: float | None) -> Outcome:
+        """The program ran past the ``seconds`` limit."""
+        limit = f"the {seconds:g} s time limit" if seconds else "its time limit"
+        return cls(
+            Verdict.TIMEOUT,
+            Difference(Kind.TIMEOUT, 0, Place(Role.PROGRAM), detail=f"it ran longer than {limit}"),
+        )
+
+    @classmethod
+    def died(cls, how: str, cause: str) -> Outcome:
+        """The process checking it died; ``cause`` names how (``SIGSEGV``, ``exit``)."""
+        return cls(
+            Verdict.DIED,
+            Difference(Kind.CRASH, 0, Place(Role.PROCESS), detail=how, exception_type=cause),
+        )
+
+
+class ReproStatus(str, enum.Enum):
+    """What became of a failure's repro file."""
+
+    WRITTEN = "written"
+    KEPT_SMALLER = "kept smaller"  # an equal or smaller repro of the signature is there
+    NOT_REPRODUCIBLE = "not reproducible"
+    NOT_INLINABLE = "not written inline"
+    WRITE_FAILED = "write failed"
+    FLAKY = "flaky"  # the shrunk program passed (or failed otherwise) when replayed
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class ReproResult:
+    """A failure's repro file, or why there is none.
+
+    ``layer`` is the first rung of the ladder that diverges (``None``: only
+    the backend under test does).
+    """
+
+    status: ReproStatus
+    path: str | None = None
+    detail: str = ""
+    layer: str | None = None
+    cudagraph_specific: bool = False
+
+    @property
+    def verified(self) -> bool:
+        """A repro file that reproduces the failure exists."""
+        return self.status in (ReproStatus.WRITTEN, ReproStatus.KEPT_SMALLER)
+
+    def line(self) -> str:
+        """One line for a failure report: the file and what is known of it, or why none."""
+        if self.path is None:
+            return f"no repro file ({self.status}): {self.detail}"
+        return f"repro ({self.status}): {self.path} -- {self.detail}"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A program that fails, the way it fails, and (once written) its repro."""
+
+    case: Case
+    difference: Difference
+    repro: ReproResult | None = None
+    #: Programs the item drew before the first failing one of this round.
+    examples_to_failure: int | None = None
+    seconds_to_repro: float | None = None
+
+    @property
+    def signature(self) -> str:
+        """The base signature: kind, place, facet, exception and message (see
+        :attr:`Difference.signature`); what the hunt de-duplicates on."""
+        return self.difference.signature
+
+    @property
+    def full_signature(self) -> str:
+        """The base signature and the first diverging layer: the repro file's name."""
+        layer = self.repro.layer if self.repro is not None else None
+        return f"{self.signature}-{layer}" if layer else self.signature
+
+    def with_repro(self, repro: ReproResult, **found: Any) -> Failure:
+        """This failure with its repro (and timing facts) attached."""
+        return dataclasses.replace(self, repro=repro, **found)
+
+    def report(self, verbose: bool = False) -> str:
+        """The failure as the user reads it: the difference, the program, the repro."""
+        parts = [self.difference.describe(verbose=verbose)]
+        parts.append(f"\nprogram ({self.case.family}):\n{self.case.source.rstrip()}")
+        if self.repro is not None:
+            parts.append(self.repro.line())
+        return "\n".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        """The report's record: the contract's keys first, the whole failure after."""
+        repro = self.repro
+        return {
+            "signature": self.signature,
+            "full_signature": self.full_signature,
+            "kind": self.difference.kind.value,
+            "family": self.case.family,
+            "iteration": self.difference.iteration,
+            "place": str(self.difference.place),
+            "repro": repro.path if repro is not None else None,
+            "verified": bool(repro and repro.verified),
+            "layer": repro.layer if repro is not None else None,
+            "nodeid": self.case.nodeid,
+            "statements": self.case.statements,
+            "examples_to_failure": self.examples_to_failure,
+            "seconds_to_repro": self.seconds_to_repro,
+            "case": self.case.to_json(),
+            "difference": self.difference.to_json(),
+            "repro_result": dataclasses.asdict(repro) if repro is not None else None,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Failure:
+        """The inverse of :meth:`to_json`."""
+        repro = data.get("repro_result")
+        return cls(
+            case=Case.from_json(data["case"]),
+            difference=Difference.from_json(data["difference"]),
+            repro=(
+                ReproResult(**{**repro, "status": ReproStatus(repro["status"])})
+                if repro is not None
+                else None
+            ),
+            examples_to_failure=data.get("examples_to_failure"),
+            seconds_to_repro=data.get("seconds_to_repro"),
+        )

@@ -1,0 +1,247 @@
+"""The hunt: one campaign item's search for new bugs, round after round.
+
+A round is one Hypothesis search over the item's programs. Each program is
+checked once (outcomes are memoised by source); a failure that a registry
+already knows, or that this hunt already found, is counted and passed over
+at once, so known bugs cost a check and nothing more. A new failure is
+raised into Hypothesis, which shrinks it (within ``shrink_seconds``); the
+shrunk failure is recorded (its repro written) and a new round starts with
+a fresh seed, until the budget is spent.
+
+The budget counts *drawn* programs (``--cgraph-examples``), not shrink
+steps, or, with a duration, wall time. Nothing here knows pytest or files:
+the item gives the hunt a checker, a recorder and a registry, which keeps
+the hunt's bookkeeping testable on its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_cgraph.failures import Case, Failure, Outcome, Verdict
+from pytest_cgraph.registry import KnownBug, Registry
+from pytest_cgraph.stats import RunStats
+
+#: New signatures one item may find before it stops: past this, the
+#: backend is broken in ways better read from the first ones.
+MAX_NEW = 20
+
+#: Known hangs or process deaths in a row after which an item stops hunting:
+#: each costs a time limit or a fresh process.
+STALL_AFTER = 3
+
+#: Programs per round when hunting for a duration (each round has its own seed).
+ROUND_EXAMPLES = 100
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long an item hunts.
+
+    ``examples`` drawn programs, or, when ``duration`` (seconds) is set,
+    until that much time has passed, whatever ``examples`` says.
+    Shrinking one failure may take ``shrink_seconds`` more.
+    """
+
+    examples: int
+    duration: float | None = None
+    shrink_seconds: float = 20.0
+
+
+class BudgetSpent(BaseException):
+    """Ends a round from inside Hypothesis when the budget is spent.
+
+    A ``BaseException``: Hypothesis lets it through untouched (it is not a
+    failure to shrink), as it does ``KeyboardInterrupt``.
+    """
+
+
+class HarnessError(RuntimeError):
+    """The harness itself failed while checking a program (not the program's doing)."""
+
+
+class ProgramFailure(AssertionError):
+    """A drawn program fails in a new way: raised into Hypothesis, which shrinks it."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.difference.headline())
+        self.failure = failure
+
+
+@dataclass
+class Hunt:
+    """One item's search: its budget, what it knows, what it has found and checked.
+
+    ``check`` checks a case; ``case_of(program, source)`` makes the case of
+    a drawn program; ``layer_of(case)`` finds its first diverging layer
+    (asked only when that tells a known bug from a new one); ``record``
+    turns a shrunk failure into a recorded one (replayed, repro written).
+    """
+
+    family: str
+    strategy: Any
+    check: Callable[[Case], Outcome]
+    case_of: Callable[[Any, str], Case]
+    record: Callable[[Failure], Failure]
+    registry: Registry
+    layer_of: Callable[[Case], str | None]
+    budget: Budget
+    stats: RunStats
+    strict: bool = False
+    seed: int = 0
+    database_key: bytes = b""
+    database: Any = "default"
+    progress: Callable[[Hunt], None] = lambda hunt: None
+    clock: Callable[[], float] = time.monotonic
+
+    new: dict[str, Failure] = field(default_factory=dict)
+    drawn: int = 0
+    checks: int = 0
+    known_hits: int = 0
+    ends_in_a_row: int = 0
+    rounds: int = 0
+    started: float = 0.0
+    _layers: dict[str, str | None] = field(default_factory=dict)
+    _first_failure: float | None = None
+    _drawn_at_failure: int | None = None
+
+    @property
+    def stalled(self) -> bool:
+        """Known hangs or deaths on every recent program: stop rather than pay for more."""
+        return self.ends_in_a_row >= STALL_AFTER
+
+    @property
+    def spent(self) -> bool:
+        """Nothing more to draw: the budget is used, too many new bugs, or stalled."""
+        if self.stalled or len(self.new) >= MAX_NEW:
+            return True
+        if self.budget.duration is not None:
+            return self.clock() - self.started >= self.budget.duration
+        return self.drawn >= self.budget.examples
+
+    def run(self) -> list[Failure]:
+        """Hunt until the budget is spent; the new failures, recorded, in order found."""
+        self.started = self.clock()
+        while not self.spent:
+            self.rounds += 1
+            try:
+                finished = self._round()
+            except ProgramFailure as raised:
+                self._found(raised.failure)
+                continue
+            except BudgetSpent:
+                break
+            if finished and self.budget.duration is None:
+                break  # Hypothesis used the round's examples: the budget is spent
+        return list(self.new.values())
+
+    def _found(self, failure: Failure) -> None:
+        recorded = self.record(failure)
+        seconds = self.clock() - self._first_failure if self._first_failure is not None else None
+        recorded = dataclasses.replace(
+            recorded,
+            examples_to_failure=self._drawn_at_failure,
+            seconds_to_repro=round(seconds, 2) if seconds is not None else None,
+        )
+        self.new[failure.signature] = recorded
+        self.stats.failures.append(recorded)
+
+    def _round(self) -> bool:
+        """One Hypothesis search; True if it ran to its end without a new failure."""
+        from hypothesis import HealthCheck, Phase, Verbosity, given, reject, settings
+        from hypothesis import seed as hypothesis_seed
+
+        self._first_failure = None
+        self._drawn_at_failure = None
+        outcomes: dict[str, Failure | None] = {}
+
+        def fuzz(program: Any) -> None:
+            source = program.render()
+            if source not in outcomes:
+                if self._first_failure is not None:
+                    # Shrinking: once its time is spent, candidates are
+                    # rejected and Hypothesis settles on the smallest so far.
+                    if self.clock() - self._first_failure > self.budget.shrink_seconds:
+                        reject()
+                elif self.spent:
+                    raise BudgetSpent
+                outcomes[source] = self._check(program, source, self._first_failure is None)
+            failure = outcomes[source]
+            if failure is not None:
+                if self._first_failure is None:
+                    self._first_failure = self.clock()
+                    self._drawn_at_failure = self.drawn
+                # Raised from this one place, outside any except block:
+                # Hypothesis tells failures apart by where they are raised.
+                raise ProgramFailure(failure)
+
+        # One database key per item: the same function serves every item.
+        fuzz._hypothesis_internal_add_digest = self.database_key  # type: ignore[attr-defined]
+        remaining = (
+            ROUND_EXAMPLES
+            if self.budget.duration is not None
+            else self.budget.examples - self.drawn
+        )
+        options: dict[str, Any] = {} if self.database == "default" else {"database": self.database}
+        test = settings(
+            max_examples=max(remaining, 1),
+            deadline=None,
+            report_multiple_bugs=False,
+            verbosity=Verbosity.quiet,  # the item reports the failure itself
+            # No "explain" phase: its line-coverage notes point into this harness.
+            phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+            suppress_health_check=list(HealthCheck),
+            **options,
+        )(hypothesis_seed(self.seed + self.rounds - 1)(given(self.strategy)(fuzz)))
+        test()
+        return True
+
+    def _check(self, program: Any, source: str, drawn: bool) -> Failure | None:
+        """Check one program: a new failure, or ``None`` (passed, invalid, or known)."""
+        case = self.case_of(program, source)
+        self.checks += 1
+        self.drawn += int(drawn)
+        self.stats.count_program(self.family, program.all_features(), drawn)
+        outcome = self.check(case)
+        try:
+            return self._judge(case, outcome)
+        finally:
+            self.progress(self)
+
+    def _judge(self, case: Case, outcome: Outcome) -> Failure | None:
+        if outcome.verdict is Verdict.ERROR:
+            raise HarnessError(f"pytest-cgraph's check itself failed: {outcome.reason}")
+        if outcome.verdict is Verdict.INVALID:
+            self.ends_in_a_row = 0
+            self.stats.count_invalid(outcome.reason)
+            return None
+        if outcome.verdict is Verdict.PASS:
+            self.ends_in_a_row = 0
+            report = outcome.report
+            if report is not None:
+                self.stats.count_report(
+                    report.compiles, report.graphs_captured, report.skip_reasons
+                )
+            return None
+        difference = outcome.difference
+        assert difference is not None
+        known = None if self.strict else self._known(difference, case)
+        self.stats.count_hit(difference.signature, str(known.path) if known else None)
+        if known is not None or difference.signature in self.new:
+            self.known_hits += 1
+            self.ends_in_a_row = self.ends_in_a_row + 1 if difference.ends_process else 0
+            return None
+        self.ends_in_a_row = 0
+        return Failure(case, difference)
+
+    def _known(self, difference: Any, case: Case) -> KnownBug | None:
+        def layer() -> str | None:
+            if case.source not in self._layers:
+                self._layers[case.source] = self.layer_of(case)
+            return self._layers[case.source]
+
+        return self.registry.match(difference, layer)

@@ -1,0 +1,68 @@
+"""``--cgraph-check-known``: one item per registry repro, failing once its bug is fixed.
+
+The registries (the shipped baseline for the running torch, every
+``--cgraph-known`` dir, the repro dir) are what a campaign passes over as
+known. When torch fixes one of those bugs, its entry would hide nothing but
+mislead everyone: this check names it (``FIXED: ... retire it``) so the
+registry is kept true.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_cgraph import session
+from pytest_cgraph.registry import KnownBug
+
+
+class KnownBugFixed(AssertionError):
+    """A registry repro no longer reproduces its bug."""
+
+
+class KnownBugItem(pytest.Item):
+    """``cgraph::known::<file>``: does the registry entry still reproduce?"""
+
+    def __init__(self, *, entry: KnownBug, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.entry = entry
+        self.add_marker("cgraph")
+
+    def runtest(self) -> None:
+        from pytest_cgraph.repro import replay_file
+
+        line = replay_file(self.entry.path)
+        if not line.startswith("REPRODUCED"):
+            raise KnownBugFixed(
+                f"FIXED: {self.entry.path} no longer reproduces ({line}); retire it from "
+                "the registry"
+            )
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, KnownBugFixed):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[str, int | None, str]:
+        return "cgraph", None, f"known bug: {self.entry.path.name}"
+
+
+def known_items(session_: pytest.Session) -> list[KnownBugItem]:
+    """One item per registry entry, in the registries' order (one per file)."""
+    seen: set[Path] = set()
+    items = []
+    for entry in session.registry(session_.config).entries():
+        if entry.path in seen:
+            continue
+        seen.add(entry.path)
+        items.append(
+            KnownBugItem.from_parent(
+                session_,
+                name=f"known::{entry.path.parent.name}/{entry.path.stem}",
+                nodeid=f"cgraph::known::{entry.path.parent.name}/{entry.path.stem}",
+                entry=entry,
+            )
+        )
+    return items

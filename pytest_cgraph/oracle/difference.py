@@ -1,0 +1,267 @@
+"""What a difference between eager and compiled is, and the name of the bug it shows.
+
+A :class:`Difference` is structured (its kind, a :class:`Place`, a facet,
+the exception's type and message), so that its *signature* — the name of
+the bug it shows, used to de-duplicate repro files and to recognise known
+bugs — is computed from fields, never parsed back from text. Torch-free:
+the plugin carries differences in reports and reads them while reporting.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+
+class Kind(str, enum.Enum):
+    """What differs. The value is the word used in messages and signatures."""
+
+    VALUE = "value"
+    MUTATION = "mutation"
+    GRAD = "grad"
+    ALIASING = "aliasing"
+    METADATA = "metadata"
+    STALE_OUTPUT = "stale output"
+    CRASH = "crash"
+    TIMEOUT = "timeout"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Role(str, enum.Enum):
+    """Where a difference shows: which kind of observed thing."""
+
+    OUTPUT = "output"
+    ARGUMENT = "argument"
+    GRAD = "grad"
+    ALIASING = "aliasing"
+    STRUCTURE = "structure"
+    RETAINED = "retained"
+    COMPILED = "compiled"  # the compiled side raised; ``name`` is the phase
+    PROGRAM = "program"  # the program as a whole (a hang)
+    PROCESS = "process"  # the process checking it died
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a difference is: ``output #2``, ``argument x``, ``grad of net.lin.weight``.
+
+    ``index`` is an output's position; ``name`` an argument's or leaf's name
+    (or the phase of a compiled-side crash); ``argument`` names the argument
+    an output *is* (returned as itself); ``iteration`` is the iteration whose
+    retained output was re-read.
+    """
+
+    role: Role
+    index: int | None = None
+    name: str | None = None
+    argument: str | None = None
+    iteration: int | None = None
+
+    def __str__(self) -> str:
+        role = self.role
+        if role is Role.OUTPUT:
+            return f"output #{self.index}" + (
+                f" (argument {self.argument})" if self.argument else ""
+            )
+        if role is Role.ARGUMENT:
+            return f"argument {self.name}"
+        if role is Role.GRAD:
+            return f"grad of {self.name}"
+        if role is Role.ALIASING:
+            return f"aliasing of output #{self.index}"
+        if role is Role.STRUCTURE:
+            return "returned structure"
+        if role is Role.RETAINED:
+            return f"output #{self.index} of iteration {self.iteration}, re-read at the end"
+        if role is Role.COMPILED:
+            return f"compiled {self.name}"
+        return role.value
+
+    @property
+    def token(self) -> str:
+        """The place in a signature: its role, without indices or names.
+
+        One broken replay path shows in whichever output or argument a
+        program happens to have, and must not count as many bugs; an output
+        that is an argument itself is a different path from a computed one.
+        """
+        if self.role is Role.OUTPUT and self.argument:
+            return "output_argument"
+        if self.role is Role.COMPILED:
+            return "compiled_" + _slug(self.name or "call")
+        return self.role.value
+
+
+@dataclass(frozen=True)
+class Difference:
+    """The first observable difference between eager and compiled.
+
+    ``iteration`` counts calls from 1 (0: no iteration is known, for a hang
+    or a dead process). ``facet`` refines the kind for the signature (which
+    metadata field, how aliasing changed, a grad missing rather than wrong);
+    ``message`` is the exception's text, ``traceback`` its stack.
+    """
+
+    kind: Kind
+    iteration: int
+    place: Place
+    detail: str = ""
+    facet: str | None = None
+    max_abs: float | None = None
+    max_rel: float | None = None
+    index: tuple[int, ...] | None = None
+    expected: str | None = None
+    actual: str | None = None
+    exception_type: str | None = None
+    message: str | None = None
+    traceback: str = ""
+
+    @property
+    def signature(self) -> str:
+        """The bug's name: kind + place + facet + exception type + its message, normalised.
+
+        Two crashes at the compiled call with different messages are two
+        bugs; the same message under other shapes, names or numbers is one.
+        """
+        parts = [self.kind.value, self.place.token]
+        if self.facet:
+            parts.append(self.facet)
+        if self.exception_type:
+            parts.append(self.exception_type)
+        if self.message and self.kind is not Kind.TIMEOUT:
+            parts.append(message_key(self.message))
+        return "-".join(filter(None, (_slug(part) for part in parts)))
+
+    @property
+    def ends_process(self) -> bool:
+        """A hang or a dead process: re-running it in-process would hang or kill the checker."""
+        return self.kind is Kind.TIMEOUT or self.place.role is Role.PROCESS
+
+    def located(self, iteration: int, place: Place, kind: Kind | None = None) -> Difference:
+        """This difference, placed at ``iteration`` and ``place`` (and re-kinded)."""
+        return dataclasses.replace(self, iteration=iteration, place=place, kind=kind or self.kind)
+
+    def headline(self) -> str:
+        """One line: what differs, where, when."""
+        if self.iteration == 0:
+            return f"{self.kind} of the {self.place}: {self.detail or self.message or ''}".rstrip()
+        head = f"{self.kind} difference at iteration {self.iteration}, {self.place}"
+        if self.exception_type:
+            head += f": {self.exception_type}: {first_line(self.message or '')}"
+        return head
+
+    def describe(self, verbose: bool = False) -> str:
+        """The message of an equivalence failure; the traceback only when ``verbose``."""
+        lines = [self.headline()]
+        if self.iteration == 0:
+            return lines[0]
+        if self.detail:
+            lines.append(self.detail)
+        if self.max_abs is not None:
+            lines.append(
+                f"largest abs difference {self.max_abs:.6g}, largest rel difference "
+                f"{self.max_rel:.6g}, first differing index {self.index}"
+            )
+        if self.expected is not None:
+            lines.append(f"eager:    {self.expected}")
+            lines.append(f"compiled: {self.actual}")
+        if verbose and self.message and self.message.strip() != first_line(self.message):
+            lines.append(self.message.rstrip())
+        if verbose and self.traceback:
+            lines.append(self.traceback.rstrip())
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        """Builtins only: travels in reports and in-flight records."""
+        data = dataclasses.asdict(self)
+        data["kind"] = self.kind.value
+        data["place"] = {**dataclasses.asdict(self.place), "role": self.place.role.value}
+        data["index"] = list(self.index) if self.index is not None else None
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Difference:
+        """The inverse of :meth:`to_json`."""
+        place = data["place"]
+        return cls(
+            **{
+                **data,
+                "kind": Kind(data["kind"]),
+                "place": Place(**{**place, "role": Role(place["role"])}),
+                "index": tuple(data["index"]) if data.get("index") is not None else None,
+            }
+        )
+
+
+def first_line(text: str) -> str:
+    """The first non-blank line of ``text``."""
+    for line in text.strip().splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+_QUOTED = re.compile(r"(?<![A-Za-z0-9])(['\"`])[^'\"`]*?\1")
+_SIZE = re.compile(r"torch\.Size\(\[[^\]]*\]\)")
+_SHAPE = re.compile(r"[\[(]\s*-?\d+(?:\s*,\s*-?\d+)*\s*,?\s*[\])]")
+_NUMBERED_NAME = re.compile(r"\b[A-Za-z_]+\d+(?:_\d+)*\b")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def normalised_message(message: str) -> str:
+    """An exception's first line with what varies between programs blanked.
+
+    Addresses become ``ADDR``, quoted text ``Q``, shapes and sizes
+    ``SHAPE``, numbered names (``primals_1``, ``buf0``, ``v3``) ``NAME``,
+    other numbers ``N``.
+    """
+    text = first_line(message)
+    text = _ADDRESS.sub("ADDR", text)
+    text = _QUOTED.sub("Q", text)
+    text = _SIZE.sub("SHAPE", text)
+    text = _SHAPE.sub("SHAPE", text)
+    text = _NUMBERED_NAME.sub("NAME", text)
+    text = _NUMBER.sub("N", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def message_key(message: str) -> str:
+    """A normalised message as a signature part: its first words, and a hash of all of it."""
+    normal = normalised_message(message)
+    if not normal:
+        return ""
+    words = _slug(" ".join(normal.split()[:6]))[:40].strip("_")
+    return f"{words}_{hashlib.sha1(normal.encode()).hexdigest()[:6]}"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")
+
+
+@dataclass(frozen=True)
+class Relation:
+    """How one output relates to an argument or an earlier output: ``is`` it, or ``shares``
+    its memory. ``target`` is ``argument <name>`` or ``output #<i>``."""
+
+    how: str  # "is" or "shares"
+    target: str
+
+    @property
+    def kind(self) -> str:
+        """The relation without names: ``is_argument``, ``shares_output``."""
+        return f"{self.how}_{self.target.split()[0]}"
+
+    def __str__(self) -> str:
+        return f"is {self.target}" if self.how == "is" else f"shares storage with {self.target}"
+
+
+def describe_relations(relations: tuple[Relation, ...]) -> str:
+    """A relation list as text (``aliases nothing`` when empty)."""
+    return "; ".join(map(str, relations)) or "aliases nothing"

@@ -1,0 +1,178 @@
+"""What a repro file does when run: replay its program, say in one line whether the bug is there.
+
+``python FILE`` prints one line and exits 1 while eager and compiled still
+differ, 0 once they agree (details, torch's traceback included, go to
+stderr); ``--backend NAME`` replays it against another backend;
+``--issue`` prints a bug report in the form PyTorch's compiler bug template
+asks for. Under pytest the file's test fails while the bug is there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import importlib
+import platform
+import sys
+import warnings
+from dataclasses import dataclass
+
+import torch
+
+from pytest_cgraph.oracle.compiling import COMPARABLE_INDUCTOR, Backend, collect_compile_evidence
+from pytest_cgraph.oracle.difference import Difference
+from pytest_cgraph.oracle.engine import check_source
+from pytest_cgraph.oracle.errors import EquivalenceError, InvalidProgram
+from pytest_cgraph.oracle.ladder import Rung, climb
+from pytest_cgraph.oracle.protocol import ProgramSpec, load_source
+
+
+@dataclass(frozen=True)
+class ReproCase:
+    """A repro file's program and how it was found to fail.
+
+    ``signature`` is the base signature of the failure the file was written
+    for; ``modules`` are imported first (they register the backend).
+    """
+
+    source: str
+    backend: str
+    device: str = "cpu"
+    modules: tuple[str, ...] = ()
+    timeout: float | None = None
+    signature: str = ""
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Replay:
+    """What replaying a repro found with one backend."""
+
+    backend: str
+    difference: Difference | None = None
+    invalid: str | None = None
+
+    def same_as(self, signature: str) -> bool:
+        """The replay failed the way the file was written for."""
+        return self.difference is not None and self.difference.signature == signature
+
+    def line(self, signature: str) -> str:
+        """The one line ``python FILE`` prints."""
+        if self.difference is None:
+            why = (
+                f"eager itself raised ({self.invalid})"
+                if self.invalid
+                else "eager and compiled agree"
+            )
+            return f"NOT REPRODUCED ({self.backend}): {why}"
+        if not signature or self.same_as(signature):
+            return f"REPRODUCED ({self.backend}): {self.difference.headline()}"
+        return (
+            f"REPRODUCED DIFFERENTLY ({self.backend}): {self.difference.headline()} "
+            f"[was {signature}, now {self.difference.signature}]"
+        )
+
+
+def replay(case: ReproCase, backend: str | None = None) -> Replay:
+    """Check the repro's program once, as the campaign checked it."""
+    name = backend or case.backend
+    for module in case.modules:
+        importlib.import_module(module)
+    device = torch.device(case.device) if case.device else None
+    with warnings.catch_warnings(), collect_compile_evidence():  # torch's notices stay quiet
+        warnings.simplefilter("ignore")
+        try:
+            check_source(case.source, backend=Backend.named(name), device=device, seed=case.seed)
+        except EquivalenceError as error:
+            return Replay(name, difference=error.difference)
+        except InvalidProgram as invalid:
+            return Replay(name, invalid=invalid.reason)
+    return Replay(name)
+
+
+def assert_fixed(case: ReproCase) -> None:
+    """The file's test: fails while eager and compiled differ."""
+    found = replay(case)
+    assert found.difference is None, found.line(case.signature)
+
+
+def issue_report(case: ReproCase, backend: str | None = None) -> str:
+    """A Markdown bug report following PyTorch's compiler bug template."""
+    name = backend or case.backend
+    for module in case.modules:
+        importlib.import_module(module)
+    found = replay(case, name)
+    spec = ProgramSpec.of(load_source(case.source))
+    device = torch.device(case.device) if case.device else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rungs = climb(case.source, name, device, None, stop_at_first=False)
+    if not any(rung.name == name for rung in rungs):
+        rungs.append(Rung(name, difference=found.difference, invalid=found.invalid))
+    headline = found.difference.headline() if found.difference else "no difference (fixed?)"
+    cuda = (
+        f"CUDA {torch.version.cuda}, {torch.cuda.get_device_name()}"
+        if case.device.startswith("cuda")
+        else "none used (CPU run)"
+    )
+    rows = "\n".join(f"| `{rung.name}` | {rung.verdict()} |" for rung in rungs)
+    observed = found.difference.describe(verbose=True) if found.difference else found.line("")
+    return f"""### 🐛 Describe the bug
+
+`torch.compile` (backend `{name}`) differs from eager on this program: {headline}
+
+The program runs {spec.iters} iterations eagerly and compiled, side by side, from
+identical inputs and RNG seeds (seed {case.seed} + iteration), comparing outputs,
+input mutations, gradients, aliasing and outputs retained across iterations.
+
+```python
+{case.source.rstrip()}
+```
+
+What each layer of the compile stack does with it (lowest first):
+
+| layer | result |
+|---|---|
+{rows}
+
+Observed:
+
+```
+{observed}
+```
+
+Settings of the check: Inductor config {COMPARABLE_INDUCTOR} (random ops use eager's
+kernels; low-precision rounding as eager), iterations {spec.iters}, compiled autograd
+{spec.compiled_autograd}, grad mode {spec.grad_mode}, device {case.device}.
+
+Repro: save this report's program with the driver as a file (pytest-cgraph writes it as
+a repro file) and run `python FILE` (exit 1 while the bug is there) or
+`python FILE --backend aot_eager` to compare another backend.
+
+### Versions
+
+- torch {torch.__version__}
+- Python {platform.python_version()} on {platform.platform()}
+- GPU: {cuda}
+"""
+
+
+def main(case: ReproCase, argv: list[str] | None = None) -> None:
+    """``python FILE [--backend NAME] [--issue]``."""
+    parser = argparse.ArgumentParser(description="Replay a pytest-cgraph repro.")
+    parser.add_argument("--backend", default=case.backend, help="backend to replay against")
+    parser.add_argument("--issue", action="store_true", help="print a Markdown bug report")
+    options = parser.parse_args(argv)
+    faulthandler.enable()  # a crash of the process shows where it happened
+    if options.issue:
+        print(issue_report(case, options.backend))
+        sys.exit(0)
+    if case.timeout:
+        # A hang reproduces as faulthandler's dump and exit 1 after TIMEOUT.
+        faulthandler.dump_traceback_later(case.timeout, exit=True)
+    found = replay(case, options.backend)
+    faulthandler.cancel_dump_traceback_later()
+    print(found.line(case.signature), flush=True)
+    if found.difference is not None:
+        print(found.difference.describe(verbose=True), file=sys.stderr)
+    sys.exit(1 if found.difference is not None else 0)

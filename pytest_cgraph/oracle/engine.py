@@ -1,0 +1,395 @@
+"""Run one program eagerly and compiled for N iterations, and judge every iteration.
+
+Per iteration both sides start from identical arguments and the same RNG
+seed (a new seed each iteration, so a random stream frozen at record time
+shows); after the call everything observable is snapshotted at once,
+because a CUDA-graph replay overwrites its outputs in place. After the last
+iteration the raw outputs kept from every iteration are read again: each
+must still equal eager's or raise the documented "overwritten by a
+subsequent run" error.
+"""
+
+from __future__ import annotations
+
+import inspect
+import traceback
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import torch
+import torch.utils._pytree as pytree
+
+from pytest_cgraph.oracle.cloning import clone_arguments
+from pytest_cgraph.oracle.compare import (
+    TensorSnapshot,
+    Tolerance,
+    compare_iteration,
+    compare_values,
+    crash_difference,
+)
+from pytest_cgraph.oracle.compiling import (
+    OVERWRITTEN_OUTPUT_MESSAGE,
+    Backend,
+    DeviceOps,
+    captured_graph_count,
+    collect_compile_evidence,
+    comparable_inductor,
+    compiled_autograd_engine,
+    device_ops_for,
+    grad_mode,
+    mark_step,
+    reset_compiler_state,
+    without_guard_profiling,
+)
+from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
+from pytest_cgraph.oracle.errors import ConfigurationError, EquivalenceError, InvalidProgram
+from pytest_cgraph.oracle.observe import (
+    Observation,
+    describe_aliasing,
+    observed_arguments,
+    snapshot,
+)
+from pytest_cgraph.oracle.protocol import ProgramSpec, load_source
+
+BackwardPolicy = Literal["auto"] | bool
+FreshArgs = Callable[[int], Sequence[Any]]
+#: ``advance(k, args, outputs)``: the arguments of call k+1 from call k's, per side.
+Advance = Callable[[int, tuple[Any, ...], tuple[Any, ...]], Sequence[Any]]
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    """How one check runs.
+
+    ``ops`` is the device handling (synchronise, seed), chosen from the
+    arguments' device when ``None``; tests pass a recording double to drive
+    the CUDA path on CPU.
+    """
+
+    backend: Backend
+    iters: int = 5
+    device: torch.device | None = None
+    backward: BackwardPolicy = "auto"
+    tolerance: Tolerance = field(default_factory=Tolerance)
+    seed: int = 0
+    ops: DeviceOps | None = None
+    compiled_autograd: bool = False
+    grad_mode: str = "grad"
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What a passing check did, stated from torch's own counters and logs.
+
+    ``graphs_captured`` counts graphs really recorded by CUDA-graph trees;
+    on CPU it is 0 and ``skip_reasons`` says why torch skipped capture.
+    """
+
+    iterations: int
+    backend: str
+    device: str
+    compiles: int
+    graphs_captured: int
+    graphs_skipped: int
+    skip_reasons: dict[str, int]
+    outputs_overwritten: int
+    tensor_outputs: int = 0
+
+    def summary(self) -> str:
+        """One line for a terminal."""
+        reasons = ", ".join(f"{reason} x{count}" for reason, count in self.skip_reasons.items())
+        skipped = f"{self.graphs_skipped} skipped" + (f" ({reasons})" if reasons else "")
+        return (
+            f"{self.iterations} iterations on {self.device} with {self.backend}: "
+            f"{self.compiles} graph(s) compiled, {self.graphs_captured} captured, {skipped}"
+        )
+
+
+def check_source(
+    source: str,
+    *,
+    backend: Backend,
+    device: torch.device | None = None,
+    iters: int | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    seed: int = 0,
+) -> CheckReport:
+    """Check a program's source (see :mod:`~pytest_cgraph.oracle.protocol`).
+
+    The source is the only thing executed, so what is checked here is
+    exactly what a repro file holds. Arguments given here win over the
+    source's own ``ITERS``, ``RTOL`` and ``ATOL``.
+    """
+    spec = ProgramSpec.of(load_source(source))
+    settings = CheckSettings(
+        backend=backend,
+        iters=iters if iters is not None else spec.iters,
+        device=device,
+        tolerance=Tolerance(
+            rtol if rtol is not None else spec.rtol, atol if atol is not None else spec.atol
+        ),
+        seed=seed,
+        compiled_autograd=spec.compiled_autograd,
+        grad_mode=spec.grad_mode,
+    )
+    compiled = None
+    if spec.compiled_names != ("program",):
+        # The compiled side's own copy of the source, with the named
+        # functions compiled: ``program`` is then Python glue calling them.
+        glue = load_source(source)
+        for name in spec.compiled_names:
+            glue[name] = backend.compile(glue[name])
+        compiled = glue["program"]
+    args = () if spec.fresh_inputs else tuple(spec.inputs(1))
+    return run_check(
+        spec.program,
+        args,
+        spec.inputs if spec.fresh_inputs else None,
+        settings,
+        spec.advance,
+        compiled=compiled,
+    )
+
+
+def run_check(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    fresh_args: FreshArgs | None,
+    settings: CheckSettings,
+    advance: Advance | None = None,
+    compiled: Callable[..., Any] | None = None,
+) -> CheckReport:
+    """The iteration loop: ``fn`` eagerly beside ``compiled`` (``fn`` compiled by default).
+
+    ``advance``, when given, derives each side's next arguments from its own
+    arguments and outputs (parameter updates, outputs fed back); it runs the
+    same code on both sides, so the sides stay comparable.
+
+    Warnings are recorded and dropped: torch's compile-time notices must not
+    reach the user's terminal, nor turn into exceptions (and so into false
+    crashes) under ``-W error``.
+    """
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        reset_compiler_state()
+        try:
+            return _iterate(
+                fn, compiled or settings.backend.compile(fn), args, fresh_args, settings, advance
+            )
+        finally:
+            reset_compiler_state()
+
+
+@dataclass
+class _Side:
+    """One side's function and its current flat arguments."""
+
+    fn: Callable[..., Any]
+    compiled: bool
+    flat: list[Any] = field(default_factory=list)
+
+
+def _iterate(
+    fn: Callable[..., Any],
+    compiled_fn: Callable[..., Any],
+    args: Sequence[Any],
+    fresh_args: FreshArgs | None,
+    settings: CheckSettings,
+    advance: Advance | None,
+) -> CheckReport:
+    eager, compiled = _Side(fn, False), _Side(compiled_fn, True)
+    retained: list[tuple[list[Any], list[Any]]] = []
+    device, ops = settings.device, settings.ops
+    spec: Any = None
+    names: list[str] = []
+    tensor_outputs = 0
+    with collect_compile_evidence() as evidence, comparable_inductor(), without_guard_profiling():
+        for k in range(1, settings.iters + 1):
+            if fresh_args is not None or spec is None:
+                base = tuple(fresh_args(k)) if fresh_args is not None else tuple(args)
+                flat, spec = pytree.tree_flatten(base)
+                names = _argument_names(fn, base)
+                device = device or _device_of(flat)
+                ops = ops or device_ops_for(device)
+                eager.flat = clone_arguments(flat, settings.device)
+                compiled.flat = clone_arguments(flat, settings.device)
+            assert ops is not None
+            seen, eager_raw = _run_side(eager, spec, names, k, settings, ops)
+            if seen.error is not None:
+                raise InvalidProgram(k, seen.phase, seen.error)
+            if k == 1:
+                tensor_outputs = sum(isinstance(o, TensorSnapshot) for o in seen.outputs)
+            with compiled_autograd_engine(settings.backend, settings.compiled_autograd):
+                compiled_seen, compiled_raw = _run_side(compiled, spec, names, k, settings, ops)
+            difference = compare_iteration(seen, compiled_seen, k, settings.tolerance)
+            if difference is not None:
+                raise EquivalenceError(difference, _context(settings, device))
+            retained.append((eager_raw, compiled_raw))
+            if advance is not None and k < settings.iters:
+                for side, raw in ((eager, eager_raw), (compiled, compiled_raw)):
+                    side.flat = _advanced(advance, k, side.flat, spec, raw)
+        assert ops is not None
+        ops.synchronize()
+        difference, overwritten = _check_retained(retained, settings)
+        retained.clear()
+        if difference is not None:
+            raise EquivalenceError(difference, _context(settings, device))
+        captured = captured_graph_count(settings.backend)
+    return CheckReport(
+        iterations=settings.iters,
+        backend=settings.backend.name,
+        device=str(device),
+        compiles=evidence.compiles,
+        graphs_captured=captured,
+        graphs_skipped=evidence.skips,
+        skip_reasons=dict(evidence.skip_reasons),
+        outputs_overwritten=overwritten,
+        tensor_outputs=tensor_outputs,
+    )
+
+
+def _run_side(
+    side: _Side,
+    spec: pytree.TreeSpec,
+    names: list[str],
+    iteration: int,
+    settings: CheckSettings,
+    ops: DeviceOps,
+) -> tuple[Observation, list[Any]]:
+    """One call of one side, observed; returns the observation and the raw outputs."""
+    observation = Observation()
+    ops.manual_seed(settings.seed + iteration)
+    if side.compiled and settings.backend.uses_cudagraphs:
+        mark_step()
+    try:
+        with grad_mode(settings.grad_mode):
+            result = side.fn(*pytree.tree_unflatten(side.flat, spec))
+        ops.synchronize()
+    except Exception as exc:
+        return _failed(observation, exc, "call"), []
+    flat_out, out_spec = pytree.tree_flatten(result)
+    try:
+        arguments = observed_arguments(side.flat, names)
+        _observe_outputs(observation, flat_out, out_spec, arguments)
+    except Exception as exc:  # e.g. reading a view torch has invalidated
+        return _failed(observation, exc, "reading outputs"), flat_out
+    roots = [
+        out
+        for out in flat_out
+        if isinstance(out, torch.Tensor) and out.requires_grad and out.dtype.is_floating_point
+    ]
+    if settings.backward is True and not roots and not side.compiled:
+        raise ConfigurationError("backward=True, but no floating output requires grad")
+    phase = "backward"
+    try:
+        if roots and settings.backward is not False:
+            torch.autograd.backward(torch.stack([out.sum().double() for out in roots]).sum())
+            ops.synchronize()
+        phase = "reading arguments"
+        arguments = observed_arguments(side.flat, names)
+        observation.argument_names = [name for name, _ in arguments]
+        observation.arguments = [snapshot(value) for _, value in arguments]
+        observation.grads = {
+            name: None if value.grad is None else TensorSnapshot.of(value.grad)
+            for name, value in arguments
+            if isinstance(value, torch.Tensor) and value.is_leaf and value.requires_grad
+        }
+    except Exception as exc:
+        return _failed(observation, exc, phase), flat_out
+    return observation, flat_out
+
+
+def _observe_outputs(
+    observation: Observation,
+    flat_out: list[Any],
+    out_spec: pytree.TreeSpec,
+    arguments: list[tuple[str, Any]],
+) -> None:
+    observation.output_structure = str(out_spec)
+    # An output that is an argument itself is named so: its difference is a
+    # different bug from one in a freshly computed output.
+    by_identity = {id(value): name for name, value in arguments if isinstance(value, torch.Tensor)}
+    observation.output_arguments = [by_identity.get(id(out)) for out in flat_out]
+    observation.outputs = [snapshot(out) for out in flat_out]
+    observation.aliasing = describe_aliasing(flat_out, arguments)
+
+
+def _advanced(
+    advance: Advance, k: int, flat_args: list[Any], spec: pytree.TreeSpec, outputs: list[Any]
+) -> list[Any]:
+    current = tuple(pytree.tree_unflatten(flat_args, spec))
+    following = advance(k, current, tuple(outputs))
+    flat, following_spec = pytree.tree_flatten(tuple(following))
+    if following_spec != spec:
+        raise ConfigurationError("advance() must return arguments of the same structure")
+    return flat
+
+
+def _failed(observation: Observation, exc: Exception, phase: str) -> Observation:
+    observation.error = exc
+    observation.phase = phase
+    observation.traceback = "".join(traceback.format_exception(exc))
+    return observation
+
+
+def _check_retained(
+    retained: list[tuple[list[Any], list[Any]]], settings: CheckSettings
+) -> tuple[Difference | None, int]:
+    """Re-read every output kept from every iteration; count documented overwrites."""
+    overwritten = 0
+    for k, (eager_raw, compiled_raw) in enumerate(retained, start=1):
+        for index, (expected, actual) in enumerate(zip(eager_raw, compiled_raw, strict=True)):
+            if not isinstance(expected, torch.Tensor) or not isinstance(actual, torch.Tensor):
+                continue
+            place = Place(Role.RETAINED, index=index, iteration=k)
+            try:
+                now = TensorSnapshot.of(actual)
+            except RuntimeError as exc:
+                if OVERWRITTEN_OUTPUT_MESSAGE in str(exc):
+                    overwritten += 1
+                    continue
+                failed = _failed(Observation(), exc, "re-read")
+                crash = crash_difference(exc, failed.traceback, k, "re-read")
+                return crash, overwritten
+            found = compare_values(
+                TensorSnapshot.of(expected),
+                now,
+                settings.tolerance,
+                Kind.STALE_OUTPUT,
+                check_layout=False,
+            )
+            if found is not None:
+                return found.located(k, place, kind=Kind.STALE_OUTPUT), overwritten
+    return None, overwritten
+
+
+def _argument_names(fn: Callable[..., Any], args: tuple[Any, ...]) -> list[str]:
+    """Readable names of the flat arguments: ``x``, ``pair[1]``, ``args[3]``."""
+    try:
+        parameters = [
+            p.name
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+    except (TypeError, ValueError):
+        parameters = []
+    names = []
+    for index, value in enumerate(args):
+        top = parameters[index] if index < len(parameters) else f"args[{index}]"
+        paths, _ = pytree.tree_flatten_with_path(value)
+        names.extend(top + pytree.keystr(path) for path, _ in paths)
+    return names
+
+
+def _context(settings: CheckSettings, device: torch.device | None) -> str:
+    return f"(backend {settings.backend.name}, device {device}, {settings.iters} iterations)"
+
+
+def _device_of(flat: Sequence[Any]) -> torch.device:
+    for leaf in flat:
+        if isinstance(leaf, torch.Tensor):
+            return leaf.device
+    return torch.device("cpu")

@@ -1,0 +1,93 @@
+"""The ladder of compile layers: which is the first that diverges from eager.
+
+A failure found with one backend is re-checked with each layer of the
+compile stack, lowest first: ``eager`` (Dynamo's capture alone), then
+``aot_eager`` (AOTAutograd's functionalization), then ``cudagraphs`` (the
+CUDA-graph backend; on CPU its front half), then ``inductor`` for
+Inductor-based backends and ``reduce-overhead`` on CUDA. The first rung
+that differs says where the bug lives, and whether it is specific to the
+CUDA-graph path (the rungs below agree with eager).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from pytest_cgraph.oracle.compiling import INDUCTOR_BACKENDS, Backend
+from pytest_cgraph.oracle.difference import Difference
+from pytest_cgraph.oracle.engine import check_source
+from pytest_cgraph.oracle.errors import EquivalenceError, InvalidProgram
+
+#: The rungs every failure is re-checked on, lowest first.
+LADDER = ("eager", "aot_eager", "cudagraphs")
+
+#: Rungs that are the CUDA-graph path itself.
+CUDAGRAPH_RUNGS = frozenset({"cudagraphs", "reduce-overhead"})
+
+
+@dataclass(frozen=True)
+class Rung:
+    """What one rung of the ladder did with the program."""
+
+    name: str
+    difference: Difference | None = None
+    invalid: str | None = None
+
+    @property
+    def diverges(self) -> bool:
+        """The rung differs from eager."""
+        return self.difference is not None
+
+    def verdict(self) -> str:
+        """One line: agrees, differs (how), or eager raised."""
+        if self.invalid is not None:
+            return f"eager raised ({self.invalid})"
+        if self.difference is None:
+            return "agrees with eager"
+        return self.difference.headline()
+
+
+def rungs_for(backend: str, device: str) -> list[str]:
+    """The ladder for a failure found with ``backend`` on ``device``."""
+    rungs = list(LADDER)
+    if backend in INDUCTOR_BACKENDS:
+        rungs.append("inductor")
+        if device.startswith("cuda"):
+            rungs.append("reduce-overhead")
+    return rungs
+
+
+def climb(
+    source: str,
+    backend: str,
+    device: torch.device | None,
+    iters: int | None,
+    *,
+    stop_at_first: bool = True,
+) -> list[Rung]:
+    """Check ``source`` on each rung, lowest first; stop at the first that diverges."""
+    climbed = []
+    for name in rungs_for(backend, str(device or "cpu")):
+        try:
+            check_source(source, backend=Backend.named(name), device=device, iters=iters)
+        except EquivalenceError as error:
+            climbed.append(Rung(name, difference=error.difference))
+            if stop_at_first:
+                break
+        except InvalidProgram as invalid:
+            climbed.append(Rung(name, invalid=invalid.reason))
+            break
+        else:
+            climbed.append(Rung(name))
+    return climbed
+
+
+def first_diverging(rungs: list[Rung]) -> tuple[str | None, bool]:
+    """The first rung that diverges (``None``: only the backend under test does), and
+    whether the failure is specific to the CUDA-graph path."""
+    for rung in rungs:
+        if rung.diverges:
+            return rung.name, rung.name in CUDAGRAPH_RUNGS
+    return None, False

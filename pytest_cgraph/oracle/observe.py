@@ -1,0 +1,85 @@
+"""What one side of a check did in one iteration, frozen so later calls cannot change it.
+
+CUDA-graph replays overwrite their outputs in place, and programs mutate
+their inputs, so everything is copied the moment it is observed. The raw
+outputs are kept separately by the engine for the retained-output check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from pytest_cgraph.oracle.cloning import is_stateful_object, named_state, storage_key
+from pytest_cgraph.oracle.compare import TensorSnapshot
+from pytest_cgraph.oracle.difference import Relation
+
+
+def snapshot(value: Any) -> Any:
+    """Snapshot a tensor; other values (ints, None, strings) are kept as they are."""
+    return TensorSnapshot.of(value) if isinstance(value, torch.Tensor) else value
+
+
+@dataclass
+class Observation:
+    """One side, one iteration: outputs, arguments after the call, grads, aliasing.
+
+    ``output_arguments`` names, per output, the argument it *is* (returned
+    as itself), else ``None``. ``error`` is set when the call or the
+    backward raised; ``phase`` says which, ``traceback`` keeps the stack.
+    """
+
+    outputs: list[Any] = field(default_factory=list)
+    output_arguments: list[str | None] = field(default_factory=list)
+    output_structure: str = ""
+    arguments: list[Any] = field(default_factory=list)
+    argument_names: list[str] = field(default_factory=list)
+    grads: dict[str, TensorSnapshot | None] = field(default_factory=dict)
+    aliasing: list[tuple[Relation, ...]] = field(default_factory=list)
+    error: BaseException | None = None
+    phase: str = ""
+    traceback: str = ""
+
+
+def observed_arguments(flat_args: Sequence[Any], names: Sequence[str]) -> list[tuple[str, Any]]:
+    """The argument values to observe, by name: each module or optimizer expanded into
+    the tensors it holds (``net.lin.weight``), every other argument as itself."""
+    observed: list[tuple[str, Any]] = []
+    for name, value in zip(names, flat_args, strict=True):
+        if is_stateful_object(value):
+            observed.extend(named_state(name, value))
+        else:
+            observed.append((name, value))
+    return observed
+
+
+def describe_aliasing(
+    outputs: Sequence[Any], arguments: Sequence[tuple[str, Any]]
+) -> list[tuple[Relation, ...]]:
+    """For each output, which arguments and earlier outputs it is, or shares memory with.
+
+    Identity (the same tensor object returned twice, or an argument returned
+    as itself) is kept apart from storage sharing, since compiled code must
+    preserve both.
+    """
+    relations: list[tuple[Relation, ...]] = []
+    for index, out in enumerate(outputs):
+        if not isinstance(out, torch.Tensor):
+            relations.append(())
+            continue
+        key = storage_key(out)
+        found: list[Relation] = []
+        others = [(f"argument {name}", arg) for name, arg in arguments]
+        others += [(f"output #{earlier}", outputs[earlier]) for earlier in range(index)]
+        for target, other in others:
+            if not isinstance(other, torch.Tensor):
+                continue
+            if other is out:
+                found.append(Relation("is", target))
+            elif key is not None and storage_key(other) == key:
+                found.append(Relation("shares", target))
+        relations.append(tuple(found))
+    return relations

@@ -1,0 +1,129 @@
+"""The program-source protocol: the names a program's source defines, and how they are read.
+
+A program is Python source, and that source is the only form ever executed:
+by the campaign, by a marked test's repro, by a repro file. The source binds
+
+- ``program(*args)``: the function under test (required);
+- ``inputs(k)``: the arguments of iteration ``k`` (from 1), as a tuple (required);
+- ``advance(k, args, outputs)``: the next call's arguments from this call's,
+  per side (parameter updates, outputs fed back);
+- ``FRESH_INPUTS``: call ``inputs(k)`` every iteration instead of reusing
+  ``inputs(1)`` (new tensors, changing host scalars, changing shapes);
+- ``ITERS``: iterations to run;
+- ``COMPILED_AUTOGRAD``: the compiled side's backward runs under compiled autograd;
+- ``RTOL`` and ``ATOL``: tolerances for floating values;
+- ``COMPILE``: names of functions of the source that the compiled side
+  compiles, each on its own, instead of ``program`` (which then runs as
+  plain Python glue with those names bound to their compiled versions):
+  several compiled functions chained, as CUDA-graph trees see them;
+- ``GRAD_MODE``: ``"grad"``, ``"no_grad"`` or ``"inference_mode"`` around
+  each call of ``program`` on both sides.
+
+Producers (the generator, a marked test's writer) spell the names through
+the constants here; consumers read them through :class:`ProgramSpec`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import linecache
+from dataclasses import dataclass
+from typing import Any
+
+PROGRAM = "program"
+INPUTS = "inputs"
+ADVANCE = "advance"
+FRESH_INPUTS = "FRESH_INPUTS"
+ITERS = "ITERS"
+COMPILED_AUTOGRAD = "COMPILED_AUTOGRAD"
+RTOL = "RTOL"
+ATOL = "ATOL"
+COMPILE = "COMPILE"
+GRAD_MODE = "GRAD_MODE"
+
+#: Values ``GRAD_MODE`` may take.
+GRAD_MODES = ("grad", "no_grad", "inference_mode")
+
+DEFAULT_ITERS = 5
+
+
+class ProgramSourceError(ValueError):
+    """The source does not follow the protocol; the message says which name is wrong."""
+
+
+@dataclass(frozen=True)
+class ProgramSpec:
+    """A loaded program: the protocol's names, read and checked once.
+
+    ``namespace`` is the executed source; ``compiled_names`` are the
+    functions the compiled side compiles (``("program",)`` by default).
+    """
+
+    namespace: dict[str, Any]
+    iters: int
+    fresh_inputs: bool
+    compiled_autograd: bool
+    rtol: float | None
+    atol: float | None
+    compiled_names: tuple[str, ...]
+    grad_mode: str
+
+    @property
+    def program(self) -> Any:
+        """The function under test."""
+        return self.namespace[PROGRAM]
+
+    @property
+    def inputs(self) -> Any:
+        """``inputs(k)``: iteration ``k``'s arguments."""
+        return self.namespace[INPUTS]
+
+    @property
+    def advance(self) -> Any:
+        """``advance(k, args, outputs)``, or ``None``."""
+        return self.namespace.get(ADVANCE)
+
+    @classmethod
+    def of(cls, namespace: dict[str, Any]) -> ProgramSpec:
+        """Read the protocol's names from an executed source."""
+        for required in (PROGRAM, INPUTS):
+            if not callable(namespace.get(required)):
+                raise ProgramSourceError(f"the program's source must define {required}()")
+        compiled = tuple(namespace.get(COMPILE, (PROGRAM,)))
+        for name in compiled:
+            if not callable(namespace.get(name)):
+                raise ProgramSourceError(f"{COMPILE} names {name!r}, which is not a function")
+        grad_mode = namespace.get(GRAD_MODE, "grad")
+        if grad_mode not in GRAD_MODES:
+            raise ProgramSourceError(f"{GRAD_MODE} must be one of {GRAD_MODES}, got {grad_mode!r}")
+        return cls(
+            namespace=namespace,
+            iters=int(namespace.get(ITERS, DEFAULT_ITERS)),
+            fresh_inputs=bool(namespace.get(FRESH_INPUTS, False)),
+            compiled_autograd=bool(namespace.get(COMPILED_AUTOGRAD, False)),
+            rtol=namespace.get(RTOL),
+            atol=namespace.get(ATOL),
+            compiled_names=compiled,
+            grad_mode=grad_mode,
+        )
+
+
+def source_filename(source: str) -> str:
+    """The file name a program's code is compiled under: its own, derived from its text.
+
+    Each program gets its own code identity, so that nothing torch keys on
+    a code's file and name (recompilation and dynamic-shape state, caches)
+    can carry over from one program to a different one checked before it
+    in the same process. The same text always gets the same name.
+    """
+    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
+    return f"<cgraph program {digest}>"
+
+
+def load_source(source: str, filename: str | None = None) -> dict[str, Any]:
+    """Execute a program's source in a fresh namespace; register it so tracebacks show it."""
+    filename = filename or source_filename(source)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict[str, Any] = {"__name__": "cgraph_program"}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace

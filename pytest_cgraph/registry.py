@@ -1,0 +1,146 @@
+"""Registries of known bugs: directories of repro files, read by their headers.
+
+A repro file's first line marks it as this plugin's; its header names the
+failure's base signature and first diverging layer. A failure whose
+signature a registry holds is *known*: counted, reported as seen again,
+never shrunk, and (unless ``--cgraph-strict``) never failing the run.
+
+The registries of a run, in order: the baseline of known torch differences
+shipped in the package for the running torch (``pytest_cgraph/known/
+torch-X.Y/``, off with ``--cgraph-no-baseline``), every ``--cgraph-known``
+directory, and the run's own repro dir.
+
+When a failure is known: its base signature (kind, place, facet, exception
+type, normalised message) must be a registry's, and — unless the signature
+carries an exception's message or the failure ends its process, either of
+which names the bug by itself — its first diverging layer must be the
+entry's too. So a new wrong gradient that only the backend under test
+produces is never hidden by a known one that AOTAutograd produces.
+
+Torch-free: the plugin recognises repro files while collecting.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_cgraph.oracle.difference import Difference
+
+#: First line of every repro file: how the plugin recognises its own files.
+MARKER_LINE = "# pytest-cgraph repro"
+
+#: Header lines a registry is read from.
+BASE_SIGNATURE = "# base signature: "
+LAYER = "# layer: "
+SIZE = "# size: "
+
+#: Where the shipped baselines live, one directory per torch release.
+BASELINE_ROOT = Path(__file__).with_name("known")
+
+_HEADER_BYTES = 4000
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    """One registry entry: a repro file and the failure it was written for."""
+
+    signature: str
+    layer: str | None
+    path: Path
+
+
+def is_repro_file(path: Path) -> bool:
+    """Whether ``path`` is a repro file this plugin wrote (its first line says so)."""
+    try:
+        with open(path, "rb") as stream:
+            return stream.read(len(MARKER_LINE)) == MARKER_LINE.encode()
+    except OSError:
+        return False
+
+
+def header_value(text: str, prefix: str) -> str | None:
+    """The value of the header line starting with ``prefix``, if any."""
+    match = re.search(rf"^{re.escape(prefix)}(\S.*)$", text[:_HEADER_BYTES], re.MULTILINE)
+    return match.group(1).strip() if match else None
+
+
+def read_entry(path: Path) -> KnownBug | None:
+    """The entry a repro file stands for; ``None`` for foreign or unreadable files."""
+    try:
+        head = path.read_text(errors="replace")[:_HEADER_BYTES]
+    except OSError:
+        return None
+    signature = header_value(head, BASE_SIGNATURE)
+    if not head.startswith(MARKER_LINE) or signature is None:
+        return None
+    layer = header_value(head, LAYER)
+    return KnownBug(signature, None if layer in (None, "none") else layer, path)
+
+
+def baseline_dir(torch_version: str) -> Path | None:
+    """The shipped baseline for a torch version (``2.13.0+cpu`` -> ``torch-2.13``), if any."""
+    match = re.match(r"(\d+)\.(\d+)", torch_version)
+    if not match:
+        return None
+    directory = BASELINE_ROOT / f"torch-{match.group(1)}.{match.group(2)}"
+    return directory if directory.is_dir() else None
+
+
+class Registry:
+    """Known bugs by base signature, from one or more directories of repro files."""
+
+    def __init__(self, entries: Iterable[KnownBug] = ()) -> None:
+        self._entries: dict[str, list[KnownBug]] = {}
+        for entry in entries:
+            self._entries.setdefault(entry.signature, []).append(entry)
+
+    @classmethod
+    def load(cls, directories: Iterable[Path]) -> Registry:
+        """Every repro file of ``directories`` (missing ones are skipped), in order."""
+        entries = []
+        for directory in directories:
+            if directory.is_dir():
+                entries.extend(
+                    entry
+                    for path in sorted(directory.glob("*.py"))
+                    if (entry := read_entry(path)) is not None
+                )
+        return cls(entries)
+
+    def __len__(self) -> int:
+        return sum(len(entries) for entries in self._entries.values())
+
+    def entries(self) -> list[KnownBug]:
+        """Every entry, in the order loaded."""
+        return [entry for entries in self._entries.values() for entry in entries]
+
+    def may_know(self, difference: Difference) -> bool:
+        """Whether any entry has this base signature (cheap: no layer needed yet)."""
+        return difference.signature in self._entries
+
+    def needs_layer(self, difference: Difference) -> bool:
+        """Whether telling this failure known or new takes its first diverging layer."""
+        return self.may_know(difference) and not difference.message and not difference.ends_process
+
+    def match(self, difference: Difference, layer_of: Callable[[], str | None]) -> KnownBug | None:
+        """The entry ``difference`` is an instance of, or ``None`` for a new bug.
+
+        ``layer_of`` is called (once) only when the layer decides it.
+        """
+        candidates = self._entries.get(difference.signature, [])
+        if not candidates:
+            return None
+        if not self.needs_layer(difference):
+            return candidates[0]
+        layer = layer_of()
+        return next((entry for entry in candidates if entry.layer == layer), None)
+
+
+@functools.cache
+def cached_is_repro_file(path: Path) -> bool:
+    """:func:`is_repro_file`, once per path per process (collection asks per file)."""
+    return is_repro_file(path)

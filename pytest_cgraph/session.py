@@ -1,0 +1,102 @@
+"""What a pytest session holds for pytest-cgraph, in one place.
+
+Each resource is made on first use (most runs never need one) and its
+cleanup is registered with the session where it is made.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_cgraph.options import OPTIONS_KEY, worker_device
+from pytest_cgraph.registry import Registry, baseline_dir
+from pytest_cgraph.stats import RunStats
+
+if TYPE_CHECKING:
+    from pytest_cgraph.checkers import IsolatedChecker
+
+#: An item's statistics, carried to the controller in its report.
+STATS_KEY = pytest.StashKey[RunStats]()
+
+_ISOLATED_KEY = pytest.StashKey["IsolatedChecker"]()
+_REGISTRY_KEY = pytest.StashKey[Registry]()
+_DEVICE_KEY = pytest.StashKey[str]()
+_MODULES_KEY = pytest.StashKey[tuple[str, ...]]()
+
+
+def stats_of(item: pytest.Item) -> RunStats:
+    """The item's statistics, made on first use."""
+    return item.stash.setdefault(STATS_KEY, RunStats())
+
+
+def device(config: pytest.Config) -> str:
+    """The device this process checks on (imports torch; call only at run time)."""
+    if _DEVICE_KEY not in config.stash:
+        spec = config.stash[OPTIONS_KEY].device
+        if spec not in ("auto", "cuda"):
+            config.stash[_DEVICE_KEY] = spec
+        else:
+            import torch
+
+            worker_input = getattr(config, "workerinput", None)
+            worker = int(str(worker_input["workerid"]).lstrip("gw")) if worker_input else None
+            config.stash[_DEVICE_KEY] = worker_device(spec, worker, torch.cuda.device_count())
+    return config.stash[_DEVICE_KEY]
+
+
+def plugin_modules(config: pytest.Config) -> tuple[str, ...]:
+    """Modules loaded with ``-p``: a backend they register must be registered in a repro too.
+
+    Only names importable as modules (``-p pytester`` names pytest's own
+    ``_pytest.pytester``, which a repro must not import).
+    """
+    if _MODULES_KEY not in config.stash:
+        found = []
+        for name in getattr(config.option, "plugins", None) or []:
+            if name.startswith("no:"):
+                continue
+            try:
+                if importlib.util.find_spec(name) is not None:
+                    found.append(name)
+            except (ImportError, ValueError):
+                continue
+        config.stash[_MODULES_KEY] = tuple(found)
+    return config.stash[_MODULES_KEY]
+
+
+def registry(config: pytest.Config) -> Registry:
+    """The session's known bugs: the shipped baseline, ``--cgraph-known`` dirs, the repro dir.
+
+    Read once per process, at the first item that needs it.
+    """
+    if _REGISTRY_KEY not in config.stash:
+        config.stash[_REGISTRY_KEY] = Registry.load(registry_dirs(config))
+    return config.stash[_REGISTRY_KEY]
+
+
+def registry_dirs(config: pytest.Config) -> list:
+    """The directories of the session's registries, baseline first."""
+    options = config.stash[OPTIONS_KEY]
+    directories = []
+    if options.baseline:
+        import torch
+
+        baseline = baseline_dir(torch.__version__)
+        if baseline is not None:
+            directories.append(baseline)
+    return [*directories, *options.known_dirs, options.repro_dir]
+
+
+def isolated_checker(config: pytest.Config) -> IsolatedChecker:
+    """The session's child process for ``--cgraph-isolate``, shared by its items."""
+    if _ISOLATED_KEY not in config.stash:
+        from pytest_cgraph.checkers import IsolatedChecker
+
+        options = config.stash[OPTIONS_KEY]
+        checker = IsolatedChecker(plugin_modules(config), options.timeout)
+        config.stash[_ISOLATED_KEY] = checker
+        config.add_cleanup(checker.close)
+    return config.stash[_ISOLATED_KEY]

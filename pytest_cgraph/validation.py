@@ -1,0 +1,66 @@
+"""Checks of user-given values, one place for all: one wording, one legal form each.
+
+Raises :class:`~pytest_cgraph.errors.ConfigurationError` with a message
+that says what is wrong and the legal form; callers add where the value
+came from (an option, an ini key, a marker). Torch-free: options are
+checked for every pytest run.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from pytest_cgraph.oracle.errors import ConfigurationError
+
+#: The device forms accepted everywhere a device is given.
+DEVICE_FORMS = "auto, cpu, cuda or cuda:N"
+
+_DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|h)?")
+_UNIT_SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def positive_int(value: Any, what: str) -> int:
+    """A whole number of 1 or more (``"5"`` from an option is accepted)."""
+    if isinstance(value, bool):
+        raise ConfigurationError(f"{what} must be a positive integer, got {value!r}")
+    try:
+        number = int(value) if isinstance(value, (int, str)) else None
+    except ValueError:
+        number = None
+    if number is None:
+        raise ConfigurationError(f"{what} must be a positive integer, got {value!r}")
+    if number < 1:
+        raise ConfigurationError(f"{what} must be a positive integer, got {value!r}")
+    return number
+
+
+def non_negative_number(value: Any, what: str) -> float:
+    """A finite number of 0 or more (a tolerance, a time limit)."""
+    if isinstance(value, bool):
+        raise ConfigurationError(f"{what} must be a non-negative number, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigurationError(f"{what} must be a non-negative number, got {value!r}") from None
+    if not math.isfinite(number) or number < 0:
+        raise ConfigurationError(f"{what} must be a non-negative number, got {value!r}")
+    return number
+
+
+def duration(value: str, what: str) -> float:
+    """Seconds from ``90s``, ``30m``, ``8h`` or a plain number of seconds."""
+    match = _DURATION.fullmatch(value.strip())
+    if not match or float(match.group(1)) <= 0:
+        raise ConfigurationError(f"{what} must be like 90s, 30m or 8h, got {value!r}")
+    return float(match.group(1)) * _UNIT_SECONDS[match.group(2) or "s"]
+
+
+def device_spec(value: Any) -> str:
+    """A device as the user writes it: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``."""
+    text = str(value).strip()
+    if not _DEVICE.fullmatch(text):
+        raise ConfigurationError(f"unknown device {text!r}; use {DEVICE_FORMS}")
+    return text
