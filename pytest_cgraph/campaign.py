@@ -11,8 +11,10 @@ way whatever the number of xdist workers.
 
 from __future__ import annotations
 
+import sys
 import time
 import zlib
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -157,13 +159,12 @@ class CampaignItem(pytest.Item):
             return
         self._last_progress = now
         elapsed = now - hunt.started
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         line = (
             f"{self.nodeid}: {hunt.drawn} drawn, {hunt.checks} checked, {len(hunt.new)} new, "
-            f"{hunt.known_hits} known, {hunt.checks / max(elapsed, 1e-9):.1f} programs/s"
+            f"{hunt.known_hits} known, {hunt.checks / max(elapsed, 1e-9):.1f} programs/s, "
+            f"{elapsed:.0f} s"
         )
-        if reporter is not None and not hasattr(self.config, "workerinput"):
-            reporter.write_line(line)
+        write_progress(self.config, line)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, NewBugsFound):
@@ -172,6 +173,27 @@ class CampaignItem(pytest.Item):
 
     def reportinfo(self) -> tuple[str, int | None, str]:
         return "cgraph", None, f"cgraph campaign: {self.family} programs"
+
+
+def write_progress(config: pytest.Config, line: str) -> None:
+    """Show ``line`` now, past pytest's output capture.
+
+    In the controller it goes to the terminal reporter; in an xdist worker,
+    whose terminal output pytest-xdist does not forward while a test runs,
+    to the worker's stderr, which the worker inherits from the controller.
+    """
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    guard = capture.global_and_fixture_disabled() if capture is not None else nullcontext()
+    with guard:
+        worker = getattr(config, "workerinput", None)
+        if worker is not None:
+            sys.stderr.write(f"[{worker.get('workerid', 'worker')}] {line}\n")
+            sys.stderr.flush()
+            return
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_line(line)
 
 
 def _layer_of(case: Case) -> str | None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_cgraph.failures import Case, Failure, Outcome, Verdict
-from pytest_cgraph.registry import KnownBug, Registry
+from pytest_cgraph.registry import KnownBug, Registry, program_ops
 from pytest_cgraph.stats import RunStats
 
 #: New signatures one item may find before it stops: past this, the
@@ -244,4 +244,4 @@ class Hunt:
                 self._layers[case.source] = self.layer_of(case)
             return self._layers[case.source]
 
-        return self.registry.match(difference, layer)
+        return self.registry.match(difference, layer, program_ops(case.source))

@@ -22,6 +22,7 @@ Torch-free: the plugin recognises repro files while collecting.
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 from collections.abc import Callable, Iterable
@@ -51,6 +52,13 @@ class KnownBug:
     signature: str
     layer: str | None
     path: Path
+    #: The operations its minimal program calls: a failure is this bug only if
+    #: its own program calls all of them (empty: no such condition).
+    ops: frozenset[str] = frozenset()
+
+    def claims(self, ops: frozenset[str]) -> bool:
+        """Whether a failing program calling ``ops`` may be this bug."""
+        return self.ops <= ops
 
 
 def is_repro_file(path: Path) -> bool:
@@ -78,7 +86,73 @@ def read_entry(path: Path) -> KnownBug | None:
     if not head.startswith(MARKER_LINE) or signature is None:
         return None
     layer = header_value(head, LAYER)
-    return KnownBug(signature, None if layer in (None, "none") else layer, path)
+    return KnownBug(
+        signature, None if layer in (None, "none") else layer, path, program_ops(_program_of(path))
+    )
+
+
+_PROGRAM_SOURCE = re.compile(r"^PROGRAM_SOURCE = r'''\n(.*?)^'''", re.MULTILINE | re.DOTALL)
+
+
+def _program_of(path: Path) -> str:
+    """The program a repro file runs (its ``PROGRAM_SOURCE``), or "" if it has none."""
+    match = _PROGRAM_SOURCE.search(path.read_text(errors="replace"))
+    return match.group(1) if match else ""
+
+
+_RECORDED = ("PROGRAM_SOURCE", "BACKEND", "DEVICE", "SIGNATURE")
+
+
+def recorded_settings(path: Path) -> dict[str, object]:
+    """A repro file's program, backend, device and signature: the literals it assigns.
+
+    Read without running the file (it is a whole oracle and imports torch).
+    """
+    tree = ast.parse(path.read_text())
+    settings: dict[str, object] = {}
+    for node in tree.body:
+        if not (
+            isinstance(node, ast.Assign)
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id in _RECORDED
+        ):
+            continue
+        value = node.value
+        if isinstance(value, ast.Subscript):  # PROGRAM_SOURCE = r"""\n..."""[1:]
+            settings[node.targets[0].id] = ast.literal_eval(value.value)[1:]
+        else:
+            settings[node.targets[0].id] = ast.literal_eval(value)
+    return settings
+
+
+def program_ops(source: str) -> frozenset[str]:
+    """The names of what ``program`` calls: ``a0.squeeze_(0)`` gives ``squeeze_``,
+    ``torch.nn.functional.dropout(...)`` gives ``dropout``.
+
+    A known bug's minimal program calls only what the bug needs; a program
+    that fails the same way but lacks one of those calls is another bug.
+    This keeps a broad signature (a value difference at an output) from
+    passing over every later bug of that kind as known.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return frozenset()
+    programs = [
+        node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "program"
+    ]
+    ops = set()
+    for program in programs:
+        for node in ast.walk(program):
+            if isinstance(node, ast.Call):
+                if isinstance(node.func, ast.Attribute):
+                    ops.add(node.func.attr)
+                elif isinstance(node.func, ast.Name) and node.func.id not in _BUILTIN_CALLS:
+                    ops.add(node.func.id)
+    return frozenset(ops)
+
+
+_BUILTIN_CALLS = frozenset({"range", "len", "tuple", "list", "float", "int", "bool", "isinstance"})
 
 
 def baseline_dir(torch_version: str) -> Path | None:
@@ -126,12 +200,22 @@ class Registry:
         """Whether telling this failure known or new takes its first diverging layer."""
         return self.may_know(difference) and not difference.message and not difference.ends_process
 
-    def match(self, difference: Difference, layer_of: Callable[[], str | None]) -> KnownBug | None:
+    def match(
+        self,
+        difference: Difference,
+        layer_of: Callable[[], str | None],
+        ops: frozenset[str] = frozenset(),
+    ) -> KnownBug | None:
         """The entry ``difference`` is an instance of, or ``None`` for a new bug.
 
+        An entry matches on the base signature, on the layer where the
+        signature alone is broad, and only if the failing program calls every
+        operation of the entry's minimal program (``ops``: what it calls).
         ``layer_of`` is called (once) only when the layer decides it.
         """
-        candidates = self._entries.get(difference.signature, [])
+        candidates = [
+            entry for entry in self._entries.get(difference.signature, []) if entry.claims(ops)
+        ]
         if not candidates:
             return None
         if not self.needs_layer(difference):

@@ -11,6 +11,7 @@ import pytest
 
 pytest_plugins = "pytester"
 
+
 def torch_version() -> str:
     import torch
 

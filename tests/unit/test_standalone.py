@@ -45,6 +45,50 @@ def uses_an_object(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
+def hooked_module() -> torch.nn.Module:
+    module = torch.nn.Linear(1, 1)
+    module.register_forward_hook(lambda *args: None)
+    return module
+
+
+class Tied(torch.nn.Module):
+    """Two submodules sharing one parameter, a buffer, and a literal attribute."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = Affine()
+        self.second = Affine()
+        self.second.weight = self.first.weight
+        self.register_buffer("offset", torch.tensor([0.5, 1.0, 1.5]))
+        self.register_buffer("scratch", torch.zeros(3), persistent=False)
+        self.power = 2
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.second(self.first(x)) ** self.power + self.offset + self.scratch
+
+
+def calls_the_module(net: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    return net(x)
+
+
+def test_a_module_argument_is_rebuilt_with_its_state() -> None:
+    net = Tied().eval()
+    with torch.no_grad():
+        net.first.weight.mul_(1.5)
+    net.first.weight.grad = torch.full((3,), 0.25)
+    x = torch.tensor([1.0, -2.0, 3.0])
+    source, size = program_source(calls_the_module, ["net", "x"], [net, x], iters=2)
+    assert "class Tied(torch.nn.Module):" in source and "class Affine(" in source
+    assert size == 2 + 3 + 3 + 3 + 3  # arguments, the shared weight once, buffers, x
+    rebuilt, copied_x = load_source(source, "<module test>")["inputs"](1)
+    assert type(rebuilt).__name__ == "Tied" and not rebuilt.training
+    assert rebuilt.first.weight is rebuilt.second.weight
+    assert isinstance(rebuilt.first.weight, torch.nn.Parameter)
+    torch.testing.assert_close(rebuilt.first.weight.grad, torch.full((3,), 0.25))
+    assert set(rebuilt.state_dict()) == set(net.state_dict())  # scratch stays non-persistent
+    torch.testing.assert_close(rebuilt(copied_x), net(x))
+
+
 def arguments() -> tuple[list[str], list[object]]:
     storage = torch.arange(12.0)
     leaf = torch.tensor([1.0, float("nan"), -float("inf")], requires_grad=True)
@@ -135,14 +179,28 @@ def test_doubling_is_exact() -> None:  # also the test function copied above
     ("function", "values", "reason"),
     [
         (returns_its_argument, [torch.zeros(INLINE_ELEMENTS + 1)], "written inline up to"),
-        (returns_its_argument, [torch.nn.Linear(1, 1)], "argument 'x' is a Linear"),
+        (
+            returns_its_argument,
+            [torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=0.1)],
+            "argument 'x' is a SGD; optimizers are not written inline",
+        ),
+        (returns_its_argument, [hooked_module()], "argument 'x' has _forward_hooks"),
         (returns_its_argument, [object()], "argument 'x' is a object"),
         (uses_an_object, [torch.ones(1)], "the test uses 'LOCK' \\(a partial\\)"),
         (functools.partial(returns_its_argument, 1), [], "bound arguments"),
         (Affine().forward, [torch.ones(3)], "test methods are not written inline"),
         (lambda x: x, [torch.ones(1)], "a lambda is not written inline"),
     ],
-    ids=["too-large", "module", "object", "global-object", "partial", "method", "lambda"],
+    ids=[
+        "too-large",
+        "optimizer",
+        "hooked-module",
+        "object",
+        "global-object",
+        "partial",
+        "method",
+        "lambda",
+    ],
 )
 def test_what_cannot_be_written_inline_is_refused_with_the_reason(
     function: object, values: list[object], reason: str

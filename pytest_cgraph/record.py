@@ -1,0 +1,141 @@
+"""Record a hand-written program as a known difference: ``python -m pytest_cgraph.record``.
+
+A team's registry (``--cgraph-known DIR``) and the baseline shipped with
+this package are directories of repro files. This command turns a
+program file (the protocol every drawn program follows: ``program``,
+``inputs(k)``, optionally ``ITERS``) into such a file: it checks the
+program, locates the first diverging layer and writes the verified repro,
+exactly as a campaign would have. A program that shows no difference is
+refused, so that a registry only ever holds reproducing bugs.
+
+    python -m pytest_cgraph.record PROGRAM.py --backend aot_eager --into known/
+    python -m pytest_cgraph.record --refresh known/
+
+``--refresh`` re-records every repro of a registry from its own program and
+backend, so that its files carry this version's oracle; one that no longer
+reproduces is left as it is and named.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pytest_cgraph.failures import Case, Failure
+from pytest_cgraph.oracle.errors import ConfigurationError, EquivalenceError, InvalidProgram
+
+
+def record(
+    source: str, *, backend: str, device: str, iters: int | None, into: Path, origin: str
+) -> Failure:
+    """Check ``source`` and write its repro into ``into``; the failure, with its repro.
+
+    Raises :class:`ValueError` if the program shows no difference (or eager
+    rejects it): there is nothing to record.
+    """
+    from pytest_cgraph.oracle.protocol import ProgramSpec, load_source, source_filename
+    from pytest_cgraph.repro import make_repro
+    from pytest_cgraph.runner import check_source
+
+    spec = ProgramSpec.of(load_source(source, source_filename(source)))
+    iterations = iters or spec.iters or 5
+    try:
+        check_source(source, backend=backend, device=device, iters=iterations)
+    except EquivalenceError as error:
+        difference = error.difference
+    except InvalidProgram as invalid:
+        raise ValueError(f"eager rejects the program: {invalid.reason}") from None
+    else:
+        raise ValueError(f"no difference: eager and {backend} agree on {iterations} iterations")
+    case = Case(
+        source=source,
+        backend=backend,
+        device=device,
+        iters=iterations,
+        family="recorded",
+        nodeid=origin,
+        replay=f"python -m pytest_cgraph.record {origin} --backend {backend}",
+    )
+    return make_repro(Failure(case, difference), into)
+
+
+def refresh(directory: Path) -> list[str]:
+    """Re-record every repro file of ``directory`` in place; one line per file."""
+    import tempfile
+
+    from pytest_cgraph.registry import is_repro_file, recorded_settings
+
+    lines = []
+    for path in sorted(directory.glob("*.py")):
+        if not is_repro_file(path):
+            continue
+        settings = recorded_settings(path)
+        with tempfile.TemporaryDirectory(prefix="cgraph-refresh-") as scratch:
+            try:
+                failure = record(
+                    str(settings["PROGRAM_SOURCE"]),
+                    backend=str(settings["BACKEND"]),
+                    device=str(settings["DEVICE"]),
+                    iters=None,
+                    into=Path(scratch),
+                    origin=path.name,
+                )
+            except (ValueError, ConfigurationError) as error:
+                lines.append(f"KEPT AS IT WAS {path.name}: {error}")
+                continue
+            written = sorted(Path(scratch).glob("*.py"))
+            if failure.repro is None or not failure.repro.verified or len(written) != 1:
+                lines.append(f"KEPT AS IT WAS {path.name}: the new file did not verify")
+                continue
+            target = directory / written[0].name
+            path.unlink()
+            written[0].replace(target)
+            lines.append(f"refreshed {target.name}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pytest_cgraph.record",
+        description="Write a verified repro file of a program that differs under compile.",
+    )
+    parser.add_argument("program", type=Path, nargs="?", help="a program file: program, inputs(k)")
+    parser.add_argument("--refresh", type=Path, help="re-record every repro of this directory")
+    parser.add_argument("--backend", default="aot_eager", help="compile backend (aot_eager)")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (cpu)")
+    parser.add_argument("--iters", type=int, default=None, help="iterations (the file's ITERS)")
+    parser.add_argument("--into", type=Path, help="the registry directory")
+    arguments = parser.parse_args(argv)
+    if arguments.refresh is not None:
+        if not arguments.refresh.is_dir():
+            parser.error(f"--refresh: {arguments.refresh} is not a directory")
+        lines = refresh(arguments.refresh)
+        print("\n".join(lines))
+        return 1 if any(line.startswith("KEPT") for line in lines) else 0
+    if arguments.program is None or arguments.into is None:
+        parser.error("give a PROGRAM file and --into DIR (or --refresh DIR)")
+    try:
+        source = arguments.program.read_text()
+    except OSError as error:
+        print(f"error: cannot read {arguments.program}: {error.strerror}", file=sys.stderr)
+        return 2
+    try:
+        failure = record(
+            source,
+            backend=arguments.backend,
+            device=arguments.device,
+            iters=arguments.iters,
+            into=arguments.into,
+            origin=arguments.program.name,
+        )
+    except (ValueError, ConfigurationError) as error:
+        print(f"error: {arguments.program}: {error}", file=sys.stderr)
+        return 1
+    assert failure.repro is not None
+    print(f"{failure.signature}: {failure.repro.line()}")
+    return 0 if failure.repro.verified else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
