@@ -30,7 +30,8 @@ from cgraph_doubles.faults import FAULTS  # noqa: E402
 
 
 def run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "tests"))
+    # This checkout's package and test doubles, whatever is installed.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
 
 

@@ -194,7 +194,12 @@ class Failure:
             "seconds_to_repro": self.seconds_to_repro,
             "case": self.case.to_json(),
             "difference": self.difference.to_json(),
-            "repro_result": dataclasses.asdict(repro) if repro is not None else None,
+            # Plain builtins only: xdist's channel refuses str-based enums.
+            "repro_result": (
+                {**dataclasses.asdict(repro), "status": repro.status.value}
+                if repro is not None
+                else None
+            ),
         }
 
     @classmethod

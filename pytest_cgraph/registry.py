@@ -208,14 +208,17 @@ class Registry:
     ) -> KnownBug | None:
         """The entry ``difference`` is an instance of, or ``None`` for a new bug.
 
-        An entry matches on the base signature, on the layer where the
-        signature alone is broad, and only if the failing program calls every
-        operation of the entry's minimal program (``ops``: what it calls).
+        An entry matches on the base signature; where that is broad (no
+        exception message in it), also on the layer, and only if the failing
+        program calls every operation of the entry's minimal program
+        (``ops``: what it calls).
         ``layer_of`` is called (once) only when the layer decides it.
         """
-        candidates = [
-            entry for entry in self._entries.get(difference.signature, []) if entry.claims(ops)
-        ]
+        candidates = self._entries.get(difference.signature, [])
+        if not difference.message:
+            # A crash's normalised message names its bug; any other signature
+            # is broad, and the program's operations narrow it.
+            candidates = [entry for entry in candidates if entry.claims(ops)]
         if not candidates:
             return None
         if not self.needs_layer(difference):

@@ -33,7 +33,7 @@ def test_one_run_reports_two_independent_faults_each_with_a_repro(
         "--cgraph-seed=5",
     )
     result.assert_outcomes(failed=1)
-    errors = {failure["signature"].rsplit("-", 1)[-1] for failure in report["failures"]}
+    errors = {failure["difference"]["exception_type"] for failure in report["failures"]}
     assert {"RuntimeError", "ValueError"} <= errors, result.stdout.str()
     repros = list((pytester.path / "cgraph-repros").glob("*.py"))
     assert len(repros) == len(report["failures"]) >= 2

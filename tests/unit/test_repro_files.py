@@ -169,3 +169,25 @@ def test_layer_ladder_names_the_first_diverging_rung(tmp_path: Path) -> None:
     repro = make_repro(failing(source, "cudagraphs"), tmp_path).repro
     assert repro is not None and repro.layer == "aot_eager" and not repro.cudagraph_specific
     assert repro.path is not None and repro.path.endswith("-aot_eager.py")
+
+
+def _builtins_only(value: object, where: str = "failure") -> None:
+    """Exact builtin types, as pytest-xdist's channel demands (no str-based enums)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            assert type(key) is str, where
+            _builtins_only(item, f"{where}.{key}")
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _builtins_only(item, f"{where}[{index}]")
+    else:
+        assert type(value) in (str, int, float, bool, type(None)), (where, type(value))
+
+
+def test_a_recorded_failure_is_plain_builtins_and_survives_json(tmp_path: Path) -> None:
+    failure = failing(LOST_MUTATION, "faulty_lost_input_mutation", ("cgraph_doubles.faults",))
+    recorded = make_repro(failure, tmp_path)
+    assert recorded.repro is not None and recorded.repro.verified
+    data = recorded.to_json()
+    _builtins_only(data)
+    assert Failure.from_json(data) == recorded
