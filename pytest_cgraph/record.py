@@ -88,10 +88,10 @@ def refresh(directory: Path) -> list[str]:
             if failure.repro is None or not failure.repro.verified or len(written) != 1:
                 lines.append(f"KEPT AS IT WAS {path.name}: the new file did not verify")
                 continue
-            target = directory / written[0].name
-            path.unlink()
-            written[0].replace(target)
-            lines.append(f"refreshed {target.name}")
+            # The file keeps its name: two entries may share a signature
+            # (different programs of it), and neither may replace the other.
+            written[0].replace(path)
+            lines.append(f"refreshed {path.name}")
     return lines
 
 

@@ -166,6 +166,11 @@ def test_normalisation_blanks_what_varies() -> None:
     )
     assert normalised_message("got 'aot_eager' and torch.Size([2, 3])") == "got Q and SHAPE"
     assert normalised_message("Can't detach views in-place") == "Can't detach views in-place"
+    # A 0-dim shape is a shape too: one bug, one key, whatever the shapes.
+    assert message_key("ViewMeta sequence: () (actual) vs (2,) (expected)") == message_key(
+        "ViewMeta sequence: (1,) (actual) vs (2,) (expected)"
+    )
+    assert normalised_message("f() takes x[0]") == "f() takes x[N]"
     assert message_key("") == ""
 
 

@@ -7,7 +7,7 @@
 # backend: aot_eager; device: cpu; iterations: 5
 # torch 2.13.0+cpu; no GPU used
 # size: 0
-# found by: aliasing-aliasing-shares_argument_to_is_argument-aot_eager-b.py; replay: python -m pytest_cgraph.record aliasing-aliasing-shares_argument_to_is_argument-aot_eager-b.py --backend aot_eager
+# found by: aliasing-aliasing-shares_argument_to_is_argument-aot_eager-2.py; replay: python -m pytest_cgraph.record aliasing-aliasing-shares_argument_to_is_argument-aot_eager-2.py --backend aot_eager
 # run: python THIS_FILE [--backend NAME] [--issue]  (exit 1 while the bug is there), or pytest THIS_FILE
 from __future__ import annotations
 
@@ -441,7 +441,9 @@ def first_line(text: str) -> str:
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _QUOTED = re.compile(r"(?<![A-Za-z0-9])(['\"`])[^'\"`]*?\1")
 _SIZE = re.compile(r"torch\.Size\(\[[^\]]*\]\)")
-_SHAPE = re.compile(r"[\[(]\s*-?\d+(?:\s*,\s*-?\d+)*\s*,?\s*[\])]")
+# A shape or size list, the empty one (a 0-dim tensor's ``()``) included;
+# not a call's parentheses (``f()``) or an index (``x[0]``).
+_SHAPE = re.compile(r"(?<![\w\])])[\[(]\s*(?:-?\d+(?:\s*,\s*-?\d+)*\s*,?)?\s*[\])]")
 _NUMBERED_NAME = re.compile(r"\b[A-Za-z_]+\d+(?:_\d+)*\b")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 

@@ -442,7 +442,9 @@ def first_line(text: str) -> str:
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _QUOTED = re.compile(r"(?<![A-Za-z0-9])(['\"`])[^'\"`]*?\1")
 _SIZE = re.compile(r"torch\.Size\(\[[^\]]*\]\)")
-_SHAPE = re.compile(r"[\[(]\s*-?\d+(?:\s*,\s*-?\d+)*\s*,?\s*[\])]")
+# A shape or size list, the empty one (a 0-dim tensor's ``()``) included;
+# not a call's parentheses (``f()``) or an index (``x[0]``).
+_SHAPE = re.compile(r"(?<![\w\])])[\[(]\s*(?:-?\d+(?:\s*,\s*-?\d+)*\s*,?)?\s*[\])]")
 _NUMBERED_NAME = re.compile(r"\b[A-Za-z_]+\d+(?:_\d+)*\b")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 

@@ -7,7 +7,7 @@
 # backend: cudagraphs; device: cpu; iterations: 5
 # torch 2.13.0+cpu; no GPU used
 # size: 0
-# found by: add_into_element_of_expanded_input.py; replay: python -m pytest_cgraph.record add_into_element_of_expanded_input.py --backend cudagraphs
+# found by: crash-compiled_call-RuntimeError-unsupported_operation_more_than_one_elem_f687b2-aot_eager.py; replay: python -m pytest_cgraph.record crash-compiled_call-RuntimeError-unsupported_operation_more_than_one_elem_f687b2-aot_eager.py --backend cudagraphs
 # run: python THIS_FILE [--backend NAME] [--issue]  (exit 1 while the bug is there), or pytest THIS_FILE
 from __future__ import annotations
 
@@ -448,7 +448,9 @@ def first_line(text: str) -> str:
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _QUOTED = re.compile(r"(?<![A-Za-z0-9])(['\"`])[^'\"`]*?\1")
 _SIZE = re.compile(r"torch\.Size\(\[[^\]]*\]\)")
-_SHAPE = re.compile(r"[\[(]\s*-?\d+(?:\s*,\s*-?\d+)*\s*,?\s*[\])]")
+# A shape or size list, the empty one (a 0-dim tensor's ``()``) included;
+# not a call's parentheses (``f()``) or an index (``x[0]``).
+_SHAPE = re.compile(r"(?<![\w\])])[\[(]\s*(?:-?\d+(?:\s*,\s*-?\d+)*\s*,?)?\s*[\])]")
 _NUMBERED_NAME = re.compile(r"\b[A-Za-z_]+\d+(?:_\d+)*\b")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 

@@ -1,0 +1,63 @@
+"""``python -m pytest_cgraph.record``: a hand-written program becomes a registry entry."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_cgraph.record import main
+from pytest_cgraph.registry import Registry
+
+DIFFERS = """
+import torch
+
+
+def program(a0):
+    a0.squeeze_(0)
+    a0.clamp_(min=-0.5, max=0.5)
+    return (a0,)
+
+
+def inputs(k):
+    return (torch.tensor([-1.25, 2.0], dtype=torch.float64)[:1].clone(),)
+"""
+
+AGREES = DIFFERS.replace("a0.squeeze_(0)\n    ", "")
+
+
+def test_a_differing_program_is_recorded_and_refreshed_in_place(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = tmp_path / "squeeze_then_clamp.py"
+    program.write_text(DIFFERS)
+    registry = tmp_path / "known"
+    assert main([str(program), "--backend", "aot_eager", "--into", str(registry)]) == 0
+    (entry,) = Registry.load([registry]).entries()
+    assert entry.signature == "value-output_argument" and entry.layer == "aot_eager"
+    assert entry.ops == {"squeeze_", "clamp_"}
+    # A second entry of the same signature, renamed: refreshing keeps both.
+    twin = entry.path.with_name(entry.path.stem + "-2.py")
+    twin.write_text(entry.path.read_text())
+    assert main(["--refresh", str(registry)]) == 0
+    assert sorted(path.name for path in registry.glob("*.py")) == sorted(
+        [entry.path.name, twin.name]
+    )
+    assert "refreshed" in capsys.readouterr().out
+
+
+def test_a_program_that_agrees_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = tmp_path / "fine.py"
+    program.write_text(AGREES)
+    assert main([str(program), "--into", str(tmp_path / "known")]) == 1
+    assert "no difference: eager and aot_eager agree" in capsys.readouterr().err
+    assert not list((tmp_path / "known").glob("*.py"))
+
+
+def test_a_missing_program_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(tmp_path / "nope.py"), "--into", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: cannot read {tmp_path / 'nope.py'}")
+    assert sys.modules.get("pytest_cgraph.record") is not None
