@@ -161,3 +161,33 @@ def test_broken_backend_from_a_plugin_fails_with_a_shrunk_program(
     body = result.stdout.str().split("program (mutation):", 1)[1].split("def inputs", 1)[0]
     statements = [line for line in body.splitlines() if line.startswith("    ")]
     assert len(statements) <= 3, body  # shrunk: one mutation and the return, give or take
+
+
+FAST_PROGRESS = """
+import pytest_cgraph.campaign
+
+pytest_cgraph.campaign.PROGRESS_SECONDS = 0.0
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["plain", "xdist"])
+def test_a_running_item_shows_its_progress_with_v(
+    pytester: pytest.Pytester, workers: list[str]
+) -> None:
+    pytester.makeconftest(FAST_PROGRESS)
+    result = campaign(
+        pytester,
+        "--cgraph-families=views",
+        "--cgraph-examples=4",
+        "--cgraph-seed=7",
+        "-v",
+        *workers,
+    )
+    result.assert_outcomes(passed=1)
+    progress = "cgraph::views: * drawn, * checked, 0 new, 0 known, * programs/s, * s"
+    if workers:
+        result.stderr.fnmatch_lines([f"[[]gw?[]] {progress}"])
+    else:
+        result.stdout.fnmatch_lines([progress])
+    quiet = campaign(pytester, "--cgraph-families=views", "--cgraph-examples=4", *workers)
+    assert "cgraph::views: " not in quiet.stdout.str() + quiet.stderr.str()
