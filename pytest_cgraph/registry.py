@@ -79,49 +79,45 @@ def header_value(text: str, prefix: str) -> str | None:
 def read_entry(path: Path) -> KnownBug | None:
     """The entry a repro file stands for; ``None`` for foreign or unreadable files."""
     try:
-        head = path.read_text(errors="replace")[:_HEADER_BYTES]
+        text = path.read_text(errors="replace")
     except OSError:
         return None
+    head = text[:_HEADER_BYTES]
     signature = header_value(head, BASE_SIGNATURE)
     if not head.startswith(MARKER_LINE) or signature is None:
         return None
     layer = header_value(head, LAYER)
     return KnownBug(
-        signature, None if layer in (None, "none") else layer, path, program_ops(_program_of(path))
+        signature, None if layer in (None, "none") else layer, path, program_ops(_program_in(text))
     )
 
 
 _PROGRAM_SOURCE = re.compile(r"^PROGRAM_SOURCE = r'''\n(.*?)^'''", re.MULTILINE | re.DOTALL)
 
 
-def _program_of(path: Path) -> str:
-    """The program a repro file runs (its ``PROGRAM_SOURCE``), or "" if it has none."""
-    match = _PROGRAM_SOURCE.search(path.read_text(errors="replace"))
+def _program_in(text: str) -> str:
+    """The program a repro file's text runs (its ``PROGRAM_SOURCE``), or "" if none."""
+    match = _PROGRAM_SOURCE.search(text)
     return match.group(1) if match else ""
 
 
-_RECORDED = ("PROGRAM_SOURCE", "BACKEND", "DEVICE", "SIGNATURE")
+#: The one-line literals a repro file assigns, read beside its program.
+_RECORDED_LINE = re.compile(r"^(BACKEND|DEVICE|SIGNATURE) = (.*)$", re.MULTILINE)
 
 
 def recorded_settings(path: Path) -> dict[str, object]:
     """A repro file's program, backend, device and signature: the literals it assigns.
 
-    Read without running the file (it is a whole oracle and imports torch).
+    Read without running the file (it is a whole oracle and imports torch),
+    by the same reading :func:`read_entry` uses for the program.
     """
-    tree = ast.parse(path.read_text())
-    settings: dict[str, object] = {}
-    for node in tree.body:
-        if not (
-            isinstance(node, ast.Assign)
-            and isinstance(node.targets[0], ast.Name)
-            and node.targets[0].id in _RECORDED
-        ):
-            continue
-        value = node.value
-        if isinstance(value, ast.Subscript):  # PROGRAM_SOURCE = r"""\n..."""[1:]
-            settings[node.targets[0].id] = ast.literal_eval(value.value)[1:]
-        else:
-            settings[node.targets[0].id] = ast.literal_eval(value)
+    text = path.read_text(errors="replace")
+    settings: dict[str, object] = {"PROGRAM_SOURCE": _program_in(text)}
+    for match in _RECORDED_LINE.finditer(text):
+        # "NAME = 'literal'  # a comment": the line's expression is the literal.
+        value = ast.parse(match.group(2)).body[0]
+        assert isinstance(value, ast.Expr)
+        settings.setdefault(match.group(1), ast.literal_eval(value.value))
     return settings
 
 
