@@ -7,7 +7,7 @@
 # backend: cudagraphs; device: cpu; iterations: 5
 # torch 2.13.0+cpu; no GPU used
 # size: 0
-# found by: mixed_base.py; replay: python -m pytest_cgraph.record mixed_base.py --backend cudagraphs
+# found by: crash-compiled_call-BackendCompilerFailed_AssertionError-aot_autograd_does_not_yet_handle_non_dif_213564-aot_eager.py; replay: python -m pytest_cgraph.record crash-compiled_call-BackendCompilerFailed_AssertionError-aot_autograd_does_not_yet_handle_non_dif_213564-aot_eager.py --backend cudagraphs
 # run: python THIS_FILE [--backend NAME] [--issue]  (exit 1 while the bug is there), or pytest THIS_FILE
 from __future__ import annotations
 
@@ -1851,8 +1851,11 @@ def climb(
             if stop_at_first:
                 break
         except InvalidProgram as invalid:
+            # Eager's side became invalid at some iteration before this rung
+            # diverged; a higher rung may still diverge earlier (the failure
+            # being located may be at iteration 1, eager's error at 2), so
+            # the climb goes on.
             climbed.append(Rung(name, invalid=invalid.reason))
-            break
         else:
             climbed.append(Rung(name))
     return climbed

@@ -7,7 +7,7 @@
 # backend: inductor; device: cpu; iterations: 5
 # torch 2.13.0+cpu; no GPU used
 # size: 0
-# found by: fake_leaf.py; replay: python -m pytest_cgraph.record fake_leaf.py --backend inductor
+# found by: crash-compiled_call-TorchRuntimeError-RuntimeError_when_making_fake_tensor_cal_9d3141-inductor.py; replay: python -m pytest_cgraph.record crash-compiled_call-TorchRuntimeError-RuntimeError_when_making_fake_tensor_cal_9d3141-inductor.py --backend inductor
 # run: python THIS_FILE [--backend NAME] [--issue]  (exit 1 while the bug is there), or pytest THIS_FILE
 from __future__ import annotations
 
@@ -1851,8 +1851,11 @@ def climb(
             if stop_at_first:
                 break
         except InvalidProgram as invalid:
+            # Eager's side became invalid at some iteration before this rung
+            # diverged; a higher rung may still diverge earlier (the failure
+            # being located may be at iteration 1, eager's error at 2), so
+            # the climb goes on.
             climbed.append(Rung(name, invalid=invalid.reason))
-            break
         else:
             climbed.append(Rung(name))
     return climbed

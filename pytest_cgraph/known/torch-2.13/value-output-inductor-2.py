@@ -7,7 +7,7 @@
 # backend: inductor; device: cpu; iterations: 5
 # torch 2.13.0+cpu; no GPU used
 # size: 0
-# found by: rng_chain.py; replay: python -m pytest_cgraph.record rng_chain.py --backend inductor
+# found by: value-output-inductor-2.py; replay: python -m pytest_cgraph.record value-output-inductor-2.py --backend inductor
 # run: python THIS_FILE [--backend NAME] [--issue]  (exit 1 while the bug is there), or pytest THIS_FILE
 from __future__ import annotations
 
@@ -1860,8 +1860,11 @@ def climb(
             if stop_at_first:
                 break
         except InvalidProgram as invalid:
+            # Eager's side became invalid at some iteration before this rung
+            # diverged; a higher rung may still diverge earlier (the failure
+            # being located may be at iteration 1, eager's error at 2), so
+            # the climb goes on.
             climbed.append(Rung(name, invalid=invalid.reason))
-            break
         else:
             climbed.append(Rung(name))
     return climbed
