@@ -176,6 +176,16 @@ def _needs_grad(var: Var) -> bool:
     return var.tensor is not None and var.tensor.requires_grad
 
 
+def _leaf_without_grad(var: Var) -> bool:
+    tensor = var.tensor
+    return (
+        tensor is not None
+        and tensor.dtype.is_floating_point
+        and _is_leaf(tensor)
+        and not tensor.requires_grad
+    )
+
+
 def _leaf_with_grad(var: Var) -> bool:
     return var.tensor is not None and _is_grad_leaf(var.tensor)
 
@@ -630,6 +640,15 @@ def _custom_op(ctx: Context) -> tuple[list[str], bool]:
     return [f"{ctx.new_name} = torch.ops.cgraph.scaled({ctx.x})"], True
 
 
+def _data_assign(ctx: Context) -> tuple[list[str], bool]:
+    how = ctx.draw(st.sampled_from(["{x}.data * 2", "{x}.data.flip(0)", "torch.zeros_like({x})"]))
+    return [f"{ctx.x}.data = {how.format(x=ctx.x)}"], False
+
+
+def _requires_grad_(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.x}.requires_grad_()"], False
+
+
 def _families(*names: str) -> frozenset[str]:
     return frozenset({*names, "mixed"})
 
@@ -737,6 +756,10 @@ OPS: tuple[OpSpec, ...] = (
     # torch.autograd.Function: saved tensors, mark_dirty, non-differentiable
     # outputs, once_differentiable.
     OpSpec("autograd_function", "autograd", AUTOGRAD | MUTATION, _floating, _autograd_function),
+    # .data assignment: the tensor keeps its identity, its data changes.
+    OpSpec("data_assign", "metadata", MUTATION, _writable(_rank_at_least(1)), _data_assign),
+    # A leaf starts requiring grad inside the program.
+    OpSpec("requires_grad_", "autograd", AUTOGRAD, _leaf_without_grad, _requires_grad_),
     # torch.library custom ops: one mutating its argument, one with a fake kernel.
     OpSpec("custom_op", "inplace", MUTATION | VIEWS, _floating, _custom_op),
 )
