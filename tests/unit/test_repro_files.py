@@ -171,6 +171,34 @@ def test_layer_ladder_names_the_first_diverging_rung(tmp_path: Path) -> None:
     assert repro.path is not None and repro.path.endswith("-aot_eager.py")
 
 
+# Iteration 1 differs from aot_eager up (torch 2.13 calls the hook of a
+# tensor off the output's backward path with None); the input detached in
+# place makes eager's own iteration 2 invalid, which Dynamo's eager rung
+# reaches first, since it does not diverge at iteration 1.
+HOOK_OFF_THE_PATH = """
+import torch
+
+
+def program(a0):
+    v0 = a0 + 2
+    v1 = v0.clone()
+    a0.detach_()
+    a0.add_(2)
+    v1.register_hook(lambda grad: grad * 2)
+    return (v0,)
+
+
+def inputs(k):
+    return (torch.ones(1, requires_grad=True),)
+"""
+
+
+def test_an_invalid_lower_rung_does_not_stop_the_ladder(tmp_path: Path) -> None:
+    repro = make_repro(failing(HOOK_OFF_THE_PATH, "cudagraphs"), tmp_path).repro
+    assert repro is not None and repro.verified
+    assert repro.layer == "aot_eager", repro.detail
+
+
 def _builtins_only(value: object, where: str = "failure") -> None:
     """Exact builtin types, as pytest-xdist's channel demands (no str-based enums)."""
     if isinstance(value, dict):

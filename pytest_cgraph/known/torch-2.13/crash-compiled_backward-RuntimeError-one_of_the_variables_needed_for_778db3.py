@@ -1,9 +1,9 @@
 # pytest-cgraph repro
-# signature: crash-compiled_backward-RuntimeError-one_of_the_variables_needed_for_778db3
+# signature: crash-compiled_backward-RuntimeError-one_of_the_variables_needed_for_778db3-aot_eager
 # base signature: crash-compiled_backward-RuntimeError-one_of_the_variables_needed_for_778db3
-# layer: none
+# layer: aot_eager
 # failure: crash difference at iteration 1, compiled backward: RuntimeError: one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [1]], which is output 0 of torch::autograd::CopyBackwards, is at version 2; expected version 1 instead. Hint: enable anomaly detection to find the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).
-# first diverging layer: none below the backend itself (ladder eager -> aot_eager -> cudagraphs); CUDA-graph path specific: no
+# first diverging layer: aot_eager (ladder eager -> aot_eager -> cudagraphs); CUDA-graph path specific: no
 # backend: aot_eager; device: cpu; iterations: 5
 # torch 2.13.0+cpu; no GPU used
 # size: 0
@@ -1852,8 +1852,11 @@ def climb(
             if stop_at_first:
                 break
         except InvalidProgram as invalid:
+            # Eager's side became invalid at some iteration before this rung
+            # diverged; a higher rung may still diverge earlier (the failure
+            # being located may be at iteration 1, eager's error at 2), so
+            # the climb goes on.
             climbed.append(Rung(name, invalid=invalid.reason))
-            break
         else:
             climbed.append(Rung(name))
     return climbed
@@ -2052,7 +2055,7 @@ REPRO = ReproCase(
 )
 
 
-def test_crash_compiled_backward_runtimeerror_one_of_the_variables_needed_for_778db3():
+def test_crash_compiled_backward_runtimeerror_one_of_the_variables_needed_for_778db3_aot_eager():
     assert_fixed(REPRO)
 
 

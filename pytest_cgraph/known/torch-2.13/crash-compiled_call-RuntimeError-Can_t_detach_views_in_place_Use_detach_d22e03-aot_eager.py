@@ -1849,8 +1849,11 @@ def climb(
             if stop_at_first:
                 break
         except InvalidProgram as invalid:
+            # Eager's side became invalid at some iteration before this rung
+            # diverged; a higher rung may still diverge earlier (the failure
+            # being located may be at iteration 1, eager's error at 2), so
+            # the climb goes on.
             climbed.append(Rung(name, invalid=invalid.reason))
-            break
         else:
             climbed.append(Rung(name))
     return climbed
