@@ -174,6 +174,30 @@ def test_normalisation_blanks_what_varies() -> None:
     assert message_key("") == ""
 
 
+def fake_tensor_error(inner: str) -> str:
+    return (
+        "RuntimeError when making fake tensor call\n"
+        "  Explanation: Dynamo failed to run FX node with fake tensors: call_method f(*(x,)):"
+        f" got {inner}\n  Hint: Your code may result in an error when running in eager."
+    )
+
+
+def test_dynamo_s_generic_first_line_is_keyed_by_the_error_it_explains() -> None:
+    permute = fake_tensor_error("ValueError('permute a tensor of rank 1, got length 3!')")
+    leaf = fake_tensor_error("RuntimeError('a leaf Variable that requires grad is used')")
+    assert message_key(permute) != message_key(leaf)
+    assert message_key(permute) == message_key(
+        fake_tensor_error("ValueError('permute a tensor of rank 2, got length 4!')")
+    )
+    assert normalised_message(leaf) == (
+        "RuntimeError when making fake tensor call: RuntimeError: a leaf Variable that requires"
+        " grad is used"
+    )
+    assert (
+        crash(leaf).headline().endswith("RuntimeError: a leaf Variable that requires grad is used")
+    )
+
+
 def test_a_compiler_wrapper_is_named_with_what_it_wraps() -> None:
     from torch._dynamo.exc import BackendCompilerFailed
 

@@ -388,7 +388,7 @@ class Difference:
             return f"{self.kind} of the {self.place}: {self.detail or self.message or ''}".rstrip()
         head = f"{self.kind} difference at iteration {self.iteration}, {self.place}"
         if self.exception_type:
-            head += f": {self.exception_type}: {first_line(self.message or '')}"
+            head += f": {self.exception_type}: {bug_line(self.message or '')}"
         return head
 
     def describe(self, verbose: bool = False) -> str:
@@ -442,6 +442,30 @@ def first_line(text: str) -> str:
     return ""
 
 
+# Dynamo's structured errors open with a generic line ("RuntimeError when
+# making fake tensor call") and name what failed on an ``Explanation:`` line,
+# ending in the inner error (``got ValueError('...')``).
+_EXPLANATION = re.compile(r"^\s*Explanation:\s*(.*)$", re.MULTILINE)
+
+
+def bug_line(text: str) -> str:
+    """The line that names the bug: the first, and Dynamo's explanation's inner error if any."""
+    head = first_line(text)
+    explanation = _EXPLANATION.search(text)
+    if explanation is None:
+        return head
+    detail = explanation.group(1).strip()
+    _, got, inner = detail.rpartition(" got ")
+    if not got:
+        return f"{head}: {detail}"
+    # ``ValueError('...')`` -> ``ValueError: ...``: the message, not a quote to blank.
+    error = _ERROR_REPR.match(inner)
+    return f"{head}: {error.group(1)}: {error.group(3)}" if error else f"{head}: {inner}"
+
+
+_ERROR_REPR = re.compile(r"^(\w+)\((['\"])(.*)\2\)$")
+
+
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _QUOTED = re.compile(r"(?<![A-Za-z0-9])(['\"`])[^'\"`]*?\1")
 _SIZE = re.compile(r"torch\.Size\(\[[^\]]*\]\)")
@@ -459,7 +483,7 @@ def normalised_message(message: str) -> str:
     ``SHAPE``, numbered names (``primals_1``, ``buf0``, ``v3``) ``NAME``,
     other numbers ``N``.
     """
-    text = first_line(message)
+    text = bug_line(message)
     text = _ADDRESS.sub("ADDR", text)
     text = _QUOTED.sub("Q", text)
     text = _SIZE.sub("SHAPE", text)

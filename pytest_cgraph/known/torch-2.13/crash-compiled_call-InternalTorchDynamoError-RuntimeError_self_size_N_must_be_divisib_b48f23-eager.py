@@ -1,43 +1,40 @@
 # pytest-cgraph repro
-# signature: crash-compiled_call-TorchRuntimeError-RuntimeError_when_making_fake_tensor_cal_9d3141-inductor
-# base signature: crash-compiled_call-TorchRuntimeError-RuntimeError_when_making_fake_tensor_cal_9d3141
-# layer: inductor
-# failure: crash difference at iteration 1, compiled call: TorchRuntimeError: RuntimeError when making fake tensor call
-# first diverging layer: inductor (ladder eager -> aot_eager -> cudagraphs); CUDA-graph path specific: no
-# backend: inductor; device: cpu; iterations: 5
+# signature: crash-compiled_call-InternalTorchDynamoError-RuntimeError_self_size_N_must_be_divisib_b48f23-eager
+# base signature: crash-compiled_call-InternalTorchDynamoError-RuntimeError_self_size_N_must_be_divisib_b48f23
+# layer: eager
+# failure: crash difference at iteration 1, compiled call: InternalTorchDynamoError: RuntimeError: self.size(-1) must be divisible by 8 to view Bool as Long (different element sizes), but got 1
+# first diverging layer: eager (ladder eager -> aot_eager -> cudagraphs); CUDA-graph path specific: no
+# backend: cudagraphs; device: cpu; iterations: 5
 # torch 2.13.0+cpu; no GPU used
 # size: 0
-# found by: crash-compiled_call-TorchRuntimeError-RuntimeError_when_making_fake_tensor_cal_9d3141-inductor.py; replay: python -m pytest_cgraph.record crash-compiled_call-TorchRuntimeError-RuntimeError_when_making_fake_tensor_cal_9d3141-inductor.py --backend inductor
+# found by: crash-compiled_call-InternalTorchDynamoError-RuntimeError_self_size_N_must_be_divisib_b48f23-eager.py; replay: python -m pytest_cgraph.record crash-compiled_call-InternalTorchDynamoError-RuntimeError_self_size_N_must_be_divisib_b48f23-eager.py --backend cudagraphs
 # run: python THIS_FILE [--backend NAME] [--issue]  (exit 1 while the bug is there), or pytest THIS_FILE
 from __future__ import annotations
 
 # The program, exactly as it ran (the oracle below executes this text).
 PROGRAM_SOURCE = r'''
-# torch.autograd.grad on a detached alias made to require grad splits the
-# program (a graph break). With Inductor compiling the first graph (not with
-# aot_eager), the resumed graph sees the intermediate v0 as a leaf that
-# requires grad, and its mul_ fails while tracing ("a leaf Variable that
-# requires grad is being used in an in-place operation"): eager runs.
+# a0 is a view (transpose) of a bool tensor; `a0.data = a0.data * 2` swaps in an int64 tensor.
+# Eager: fine every call; afterwards a0 is int64 but still _is_view() with its old *bool* _base.
+# Compiled: call 1 fine; call 2 recompiles (dtype guard) and Dynamo fakification replays the view
+# from the stale bool base -> InternalTorchDynamoError "self.size(-1) must be divisible by 8 to view Bool as Long".
+# First diverging layer: eager (Dynamo only).
 import torch
 
 
 def program(a0):
-    v0 = torch.sin(a0)
-    v2 = v0.detach().requires_grad_()
-    v3 = torch.autograd.grad(v2.sum(), v2)[0]
-    v0.mul_(3)
-    return (v0,)
+    a0.data = a0.data * 2
+    return (a0,)
 
 
 def inputs(k):
-    return (torch.ones(1, 1).expand(3, 1),)
+    return (torch.ones(1, 1, dtype=torch.bool).t(),)
 '''[1:]
 
-BACKEND = 'inductor'
+BACKEND = 'cudagraphs'
 BACKEND_MODULES = []  # imported first: they register the backend
 DEVICE = 'cpu'
 TIMEOUT = None  # seconds before a hang counts as reproduced (exit 1), or None
-SIGNATURE = 'crash-compiled_call-TorchRuntimeError-RuntimeError_when_making_fake_tensor_cal_9d3141'  # the failure this file reproduces
+SIGNATURE = 'crash-compiled_call-InternalTorchDynamoError-RuntimeError_self_size_N_must_be_divisib_b48f23'  # the failure this file reproduces
 
 
 # ---- the pytest-cgraph oracle: the code the campaign ran, verbatim; needs torch only ----
@@ -384,7 +381,7 @@ class Difference:
             return f"{self.kind} of the {self.place}: {self.detail or self.message or ''}".rstrip()
         head = f"{self.kind} difference at iteration {self.iteration}, {self.place}"
         if self.exception_type:
-            head += f": {self.exception_type}: {first_line(self.message or '')}"
+            head += f": {self.exception_type}: {bug_line(self.message or '')}"
         return head
 
     def describe(self, verbose: bool = False) -> str:
@@ -438,6 +435,30 @@ def first_line(text: str) -> str:
     return ""
 
 
+# Dynamo's structured errors open with a generic line ("RuntimeError when
+# making fake tensor call") and name what failed on an ``Explanation:`` line,
+# ending in the inner error (``got ValueError('...')``).
+_EXPLANATION = re.compile(r"^\s*Explanation:\s*(.*)$", re.MULTILINE)
+
+
+def bug_line(text: str) -> str:
+    """The line that names the bug: the first, and Dynamo's explanation's inner error if any."""
+    head = first_line(text)
+    explanation = _EXPLANATION.search(text)
+    if explanation is None:
+        return head
+    detail = explanation.group(1).strip()
+    _, got, inner = detail.rpartition(" got ")
+    if not got:
+        return f"{head}: {detail}"
+    # ``ValueError('...')`` -> ``ValueError: ...``: the message, not a quote to blank.
+    error = _ERROR_REPR.match(inner)
+    return f"{head}: {error.group(1)}: {error.group(3)}" if error else f"{head}: {inner}"
+
+
+_ERROR_REPR = re.compile(r"^(\w+)\((['\"])(.*)\2\)$")
+
+
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _QUOTED = re.compile(r"(?<![A-Za-z0-9])(['\"`])[^'\"`]*?\1")
 _SIZE = re.compile(r"torch\.Size\(\[[^\]]*\]\)")
@@ -455,7 +476,7 @@ def normalised_message(message: str) -> str:
     ``SHAPE``, numbered names (``primals_1``, ``buf0``, ``v3``) ``NAME``,
     other numbers ``N``.
     """
-    text = first_line(message)
+    text = bug_line(message)
     text = _ADDRESS.sub("ADDR", text)
     text = _QUOTED.sub("Q", text)
     text = _SIZE.sub("SHAPE", text)
@@ -2054,7 +2075,7 @@ REPRO = ReproCase(
 )
 
 
-def test_crash_compiled_call_torchruntimeerror_runtimeerror_when_making_fake_tensor_cal_9d3141_inductor():
+def test_crash_compiled_call_internaltorchdynamoerror_runtimeerror_self_size_n_must_be_divisib_b48f23_eager():
     assert_fixed(REPRO)
 
 
