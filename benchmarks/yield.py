@@ -95,11 +95,11 @@ def campaign(
 
 
 def distinct(failures: list[dict]) -> list[dict]:
-    """One entry per signature (items of several families can find the same one), hits summed."""
-    merged: dict[str, dict] = {}
-    for failure in failures:
-        entry = merged.setdefault(failure["signature"], {**failure, "hits": 0})
-        entry["hits"] += failure["hits"]
+    """One entry per signature: items of several families can find the same one.
+
+    A failure's ``hits`` already counts the whole campaign's failing programs.
+    """
+    merged = {failure["signature"]: failure for failure in failures}
     return sorted(merged.values(), key=lambda f: (f["kind"], f["signature"]))
 
 

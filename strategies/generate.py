@@ -278,9 +278,13 @@ def _statements(
     # Hypothesis favours small indices in sampled_from; a wide integer taken
     # modulo the pool spreads draws evenly and still shrinks to pool[0].
     op = pool[draw(st.integers(0, 1023)) % len(pool)]
-    # Newest first: a chain of statements on the latest value keeps its
-    # choices when unrelated earlier statements are deleted by the shrinker.
-    candidates = [v for v in reversed(variables) if _applies(op, v)]
+    # Inputs first, then results newest first: deleting an unrelated earlier
+    # statement leaves both an input's index and a chain on the latest value
+    # where they were, so the shrinker can delete it.
+    applicable = [v for v in variables if _applies(op, v)]
+    candidates = [v for v in applicable if v.origin in _INPUT_ORIGINS] + [
+        v for v in reversed(applicable) if v.origin not in _INPUT_ORIGINS
+    ]
     if not candidates:
         return None
     target = draw(st.sampled_from(candidates))
@@ -298,6 +302,9 @@ def _statements(
     return Statement(
         op.name, tuple(lines), (new_name,) if binds else (), frozenset(features), prelude
     )
+
+
+_INPUT_ORIGINS = ("input", "parameter", "scalar", "number")
 
 
 def _applies(op: OpSpec, var: Var) -> bool:
