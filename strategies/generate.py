@@ -17,7 +17,15 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from pytest_cgraph.strategies.ops import FAMILIES, Context, OpSpec, Var, ops_for
-from pytest_cgraph.strategies.program import SCHEDULES, InputSpec, Program, Statement
+from pytest_cgraph.strategies.program import (
+    LAYOUTS,
+    OPTIMIZERS,
+    SCHEDULES,
+    InputSpec,
+    Program,
+    Statement,
+)
+from pytest_cgraph.strategies.templates import templates_used
 
 _DTYPES = ("float32", "float64", "int64", "bool")
 _PREFIX = {"argument": "a", "parameter": "p", "buffer": "b", "scalar": "s", "number": "n"}
@@ -107,6 +115,9 @@ def _programs(
     # Compiled autograd is an option of the run, drawn where backward is, and
     # drawn early: a draw after the statements would hamper their deletion.
     compiled_autograd = family in ("autograd", "mixed") and draw(st.integers(0, 3)) == 3
+    optimizer, set_to_none = OPTIMIZERS[0], True
+    if schedule == "optimizer":
+        optimizer, set_to_none = draw(st.sampled_from(OPTIMIZERS)), draw(st.booleans())
     inputs = draw(_input_specs(family, max_inputs, schedule))
     draft = Program(family, inputs, (), (inputs[0].name,), schedule, iters)
     namespace: dict[str, Any] = {"torch": torch}
@@ -133,6 +144,8 @@ def _programs(
         iters=iters,
         feedback=feedback,
         compiled_autograd=compiled_autograd,
+        optimizer=optimizer,
+        set_to_none=set_to_none,
         features=frozenset({f"family:{family}", *features}),
     )
 
@@ -157,8 +170,8 @@ def _input_specs(draw: Any, family: str, max_inputs: int, schedule: str) -> tupl
     specs: list[InputSpec] = [draw(_tensor_spec(family, "argument", 0, ()))]
     while len(specs) < max_inputs and draw(st.booleans()):
         role = draw(st.sampled_from(roles))
-        specs.append(draw(_tensor_spec(family, role, len(specs), tuple(specs))))
-    if schedule == "param_update" and not any(s.role == "parameter" for s in specs):
+        specs.append(draw(_tensor_spec(family, role, len(specs), tuple(specs), schedule)))
+    if schedule in ("param_update", "optimizer") and not any(s.role == "parameter" for s in specs):
         specs.append(InputSpec(f"p{len(specs)}", "parameter", (2,), "float32", True))
     if family == "scalars" and not any(s.is_host_scalar for s in specs):
         specs.append(InputSpec(f"s{len(specs)}", "scalar", (), "float32"))
@@ -167,7 +180,12 @@ def _input_specs(draw: Any, family: str, max_inputs: int, schedule: str) -> tupl
 
 @st.composite
 def _tensor_spec(
-    draw: Any, family: str, role: str, index: int, earlier: tuple[InputSpec, ...]
+    draw: Any,
+    family: str,
+    role: str,
+    index: int,
+    earlier: tuple[InputSpec, ...],
+    schedule: str = "persistent",
 ) -> InputSpec:
     name = f"{_PREFIX[role]}{index}"
     if role in ("scalar", "number"):
@@ -176,19 +194,24 @@ def _tensor_spec(
     if role == "parameter":
         return InputSpec(name, role, shape, "float32", requires_grad=True)
     dtype = draw(st.sampled_from(_DTYPES)) if draw(st.integers(0, 3)) == 3 else "float32"
-    layout = draw(st.sampled_from(("contiguous", "transposed", "sliced", "expanded", "alias")))
+    layout = draw(st.sampled_from(LAYOUTS))
+    if layout == "alias_sometimes" and schedule not in ("fresh", "dynamic"):
+        layout = "alias"  # inputs are built once: aliased on every call
     alias_of = None
-    if layout == "alias":
+    if layout.startswith("alias"):
+        start = 1 if layout == "alias_offset" else 0
         owners = [
             s
             for s in earlier
             if s.layout == "contiguous"
-            and s.dtype == dtype
             and s.role not in ("parameter", "scalar", "number")
-            and _numel(s.shape) >= _numel(shape)
+            and _numel(s.shape) > start
         ]
         if owners:
-            alias_of = draw(st.sampled_from([s.name for s in owners]))
+            owner = draw(st.sampled_from(owners))
+            alias_of, dtype = owner.name, owner.dtype
+            if _numel(shape) + start > _numel(owner.shape):
+                shape = (_numel(owner.shape) - start,)  # what fits: a flat alias
         else:
             layout = "contiguous"
     if layout == "transposed" and len(shape) < 2:
@@ -255,9 +278,13 @@ def _statements(
     # Hypothesis favours small indices in sampled_from; a wide integer taken
     # modulo the pool spreads draws evenly and still shrinks to pool[0].
     op = pool[draw(st.integers(0, 1023)) % len(pool)]
-    # Newest first: a chain of statements on the latest value keeps its
-    # choices when unrelated earlier statements are deleted by the shrinker.
-    candidates = [v for v in reversed(variables) if _applies(op, v)]
+    # Inputs first, then results newest first: deleting an unrelated earlier
+    # statement leaves both an input's index and a chain on the latest value
+    # where they were, so the shrinker can delete it.
+    applicable = [v for v in variables if _applies(op, v)]
+    candidates = [v for v in applicable if v.origin in _INPUT_ORIGINS] + [
+        v for v in reversed(applicable) if v.origin not in _INPUT_ORIGINS
+    ]
     if not candidates:
         return None
     target = draw(st.sampled_from(candidates))
@@ -266,12 +293,18 @@ def _statements(
     if built is None:
         return None
     lines, binds = built
-    if not _runs_cleanly(lines, env):
+    prelude = templates_used(lines)
+    if not _runs_cleanly([*prelude, *lines], env):
         return None
     features = {op.name, *_target_features(op, target, variables)}
     if binds:
         variables.append(Var(new_name, env[new_name], _result_origin(op)))
-    return Statement(op.name, tuple(lines), (new_name,) if binds else (), frozenset(features))
+    return Statement(
+        op.name, tuple(lines), (new_name,) if binds else (), frozenset(features), prelude
+    )
+
+
+_INPUT_ORIGINS = ("input", "parameter", "scalar", "number")
 
 
 def _applies(op: OpSpec, var: Var) -> bool:
@@ -325,7 +358,10 @@ def _input_storages(variables: list[Var]) -> set[int]:
 
 
 def _result_origin(op: OpSpec) -> str:
-    return {"view": "view", "factory": "factory"}.get(op.kind, "intermediate")
+    # A Python value read off a tensor feeds later statements as host scalars do.
+    return {"view": "view", "factory": "factory", "metadata_read": "scalar"}.get(
+        op.kind, "intermediate"
+    )
 
 
 def _draw_outputs(draw: Any, variables: list[Var]) -> list[str]:
@@ -352,7 +388,7 @@ def _output_features(
                 found.add("returns_input")
             elif tensor.untyped_storage().data_ptr() in input_pointers:
                 found.add("returns_view_of_input")
-    if any(spec.layout == "alias" for spec in inputs):
+    if any(spec.layout.startswith("alias") for spec in inputs):
         found.add("aliased_inputs")
     return found
 

@@ -176,6 +176,16 @@ def _needs_grad(var: Var) -> bool:
     return var.tensor is not None and var.tensor.requires_grad
 
 
+def _leaf_without_grad(var: Var) -> bool:
+    tensor = var.tensor
+    return (
+        tensor is not None
+        and tensor.dtype.is_floating_point
+        and _is_leaf(tensor)
+        and not tensor.requires_grad
+    )
+
+
 def _leaf_with_grad(var: Var) -> bool:
     return var.tensor is not None and _is_grad_leaf(var.tensor)
 
@@ -442,17 +452,228 @@ def _where_scalar(ctx: Context) -> tuple[list[str], bool] | None:
     return [f"{ctx.new_name} = torch.where({ctx.x} > 0, {ctx.x}, {ctx.x} * {s})"], True
 
 
+def _graph_break(ctx: Context) -> tuple[list[str], bool]:
+    # Splits the program into several graphs: the values live at the break
+    # become outputs of one graph and inputs of the next, which is what
+    # CUDA-graph trees chain and where their output liveness rules apply.
+    return ["torch._dynamo.graph_break()"], False
+
+
+def _index_read(ctx: Context) -> tuple[list[str], bool]:
+    how = ctx.draw(st.sampled_from(["int", "tensor", "mask"]))
+    if how == "int":
+        return [f"{ctx.new_name} = {ctx.x}[{ctx.index()}]"], True
+    if how == "tensor":
+        i, j = ctx.index(), ctx.index()
+        return [f"{ctx.new_name} = {ctx.x}[torch.tensor([{i}, {j}, {i}])]"], True
+    return [f"{ctx.new_name} = {ctx.x}[{ctx.x} > 0]"], True
+
+
+def _index_write(ctx: Context) -> tuple[list[str], bool]:
+    # Duplicate indices write the same value, so the result is defined.
+    value = ctx.draw(st.sampled_from(["0.5", "-2.0"]))
+    if ctx.draw(st.booleans()):
+        return [f"{ctx.x}[{ctx.x} > 0] = {value}"], False
+    i, j = ctx.index(), ctx.index()
+    return [f"{ctx.x}[torch.tensor([{i}, {j}, {i}])] = {value}"], False
+
+
+def _fresh_factory(ctx: Context) -> tuple[list[str], bool]:
+    shape = ctx.draw(st.lists(st.integers(0, 3), min_size=1, max_size=4))
+    dims = ", ".join(map(str, shape))
+    grad = ", requires_grad=True" if ctx.draw(st.integers(0, 3)) == 3 else ""
+    maker = ctx.draw(st.sampled_from(["zeros", "ones", "arange", "tensor", "full"]))
+    device = f"device={ctx.x}.device"
+    if maker == "arange":
+        return [
+            f"{ctx.new_name} = torch.arange({ctx.draw(st.integers(0, 6))}, dtype=torch.float32,"
+            f" {device}{grad})"
+        ], True
+    if maker == "tensor":
+        values = ctx.draw(st.lists(st.sampled_from(["1.0", "-0.5", "2.0"]), min_size=1, max_size=3))
+        return [f"{ctx.new_name} = torch.tensor([{', '.join(values)}], {device}{grad})"], True
+    fill = ", 1.5" if maker == "full" else ""
+    size = f"({dims},)" if maker == "full" else dims
+    return [f"{ctx.new_name} = torch.{maker}({size}{fill}, {device}{grad})"], True
+
+
+def _index_outplace(ctx: Context) -> tuple[list[str], bool]:
+    # Out of place, on any tensor: expanded (stride-0) inputs included.
+    i, j = ctx.index(), ctx.index()
+    op = ctx.draw(st.sampled_from(["index_add", "index_copy", "index_put"]))
+    if op == "index_put":
+        accumulate = ctx.draw(st.booleans())
+        index = f"torch.tensor([{i}, {j}, {i}])" if accumulate else f"torch.tensor([{i}])"
+        return [
+            f"{ctx.new_name} = {ctx.x}.index_put(({index},),"
+            f" torch.tensor(1.0, dtype={ctx.x}.dtype), accumulate={accumulate})"
+        ], True
+    return [
+        f"{ctx.new_name} = {ctx.x}.{op}(0, torch.tensor([{i}]), torch.ones_like({ctx.x}[:1]))"
+    ], True
+
+
+def _out_more(ctx: Context) -> tuple[list[str], bool]:
+    # out= where it is unusual: an empty out that torch resizes, or the
+    # input itself as out (aliasing what it reads).
+    op = ctx.draw(st.sampled_from(["addcmul", "minimum", "amin"]))
+    call = {
+        "addcmul": f"torch.addcmul({ctx.x}, {ctx.x}, {ctx.x}, value=0.5, out={{out}})",
+        "minimum": f"torch.minimum({ctx.x}, {ctx.x} * 0.5, out={{out}})",
+        "amin": f"torch.amin({ctx.x}, dim=0, keepdim=True, out={{out}})",
+    }[op]
+    if op != "amin" and ctx.draw(st.booleans()):
+        return [call.format(out=ctx.x)], False
+    return [
+        f"{ctx.new_name} = {ctx.x}.new_empty(0)",
+        call.format(out=ctx.new_name),
+    ], True
+
+
+def _reshape_op(ctx: Context) -> tuple[list[str], bool]:
+    how = ctx.draw(
+        st.sampled_from(
+            [
+                "flip(0)",
+                "contiguous()",
+                "reshape(-1)",
+                "movedim(0, -1)",
+                "permute({order})",
+                "expand_as({x})",
+                "view({view_dtype})",
+                "split(1, dim=-1)[-1]",
+                "chunk(2)[0]",
+            ]
+        )
+    )
+    view_dtype = {
+        torch.float32: "torch.int32",
+        torch.float64: "torch.int64",
+        torch.int64: "torch.float64",
+        torch.bool: "torch.uint8",
+    }.get(ctx.t.dtype, "torch.int32")
+    # A literal order: Dynamo 2.13 unpacks permute(*range(n - 1, -1, -1))
+    # wrongly for every input (recorded in the baseline), which would crowd
+    # out everything else this entry draws.
+    order = ""
+    if "{order}" in how:
+        order = ", ".join(map(str, ctx.draw(st.permutations(range(ctx.t.dim())))))
+    text = how.format(x=ctx.x, view_dtype=view_dtype, order=order)
+    return [f"{ctx.new_name} = {ctx.x}.{text}"], True
+
+
+def _combine(ctx: Context) -> tuple[list[str], bool] | None:
+    op = ctx.draw(st.sampled_from(["cat", "stack", "gather", "index_select"]))
+    if op == "gather":
+        index = f"torch.zeros_like({ctx.x}, dtype=torch.long)"
+        return [f"{ctx.new_name} = torch.gather({ctx.x}, 0, {index})"], True
+    if op == "index_select":
+        i = ctx.index()
+        return [f"{ctx.new_name} = {ctx.x}.index_select(0, torch.tensor([{i}, {i}]))"], True
+    other = ctx.other(lambda t: t.shape == ctx.t.shape and t.dtype == ctx.t.dtype)
+    if other is None:
+        return None
+    return [f"{ctx.new_name} = torch.{op}([{ctx.x}, {other}])"], True
+
+
+def _reduce(ctx: Context) -> tuple[list[str], bool]:
+    op = ctx.draw(st.sampled_from(["mean", "amax", "argmax", "argmin", "sum"]))
+    keepdim = ctx.draw(st.booleans())
+    return [f"{ctx.new_name} = {ctx.x}.{op}({ctx.dim()}, keepdim={keepdim})"], True
+
+
+def _maybe_same(ctx: Context) -> tuple[list[str], bool]:
+    # Ops that may return their input itself rather than a new tensor.
+    # Not dropout(training=False): torch 2.13 compiles it to a copy where
+    # eager returns the input (pytorch/pytorch#115249, recorded in the
+    # baseline four ways); drawn, it re-finds that one bug under every op mix.
+    how = ctx.draw(
+        st.sampled_from(
+            [
+                "{x}.contiguous()",
+                "{x}.to({x}.dtype)",
+                "{x}.type_as({x})",
+            ]
+        )
+    )
+    return [f"{ctx.new_name} = {how.format(x=ctx.x)}"], True
+
+
+def _metadata_read(ctx: Context) -> tuple[list[str], bool]:
+    # Python values read off a tensor (size, rank, requires_grad), used by
+    # later statements: Dynamo guards on them or specialises.
+    how = ctx.draw(
+        st.sampled_from(
+            [
+                "{x}.size(0) if {x}.dim() else 1",
+                "{x}.dim() + 1",
+                "{x}.numel()",
+                "2 if {x}.requires_grad else 3",
+            ]
+        )
+    )
+    return [f"{ctx.new_name} = {how.format(x=ctx.x)}"], True
+
+
+def _grad_mode(ctx: Context) -> tuple[list[str], bool]:
+    # Grad re-enabled inside no_grad: the nested mode is what records.
+    return [
+        "with torch.no_grad():",
+        "    with torch.enable_grad():",
+        f"        {ctx.new_name} = {ctx.x} * 2",
+    ], True
+
+
+def _zero_size(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.new_name} = {ctx.x}.narrow({ctx.dim()}, 0, 0)"], True
+
+
+def _autograd_function(ctx: Context) -> tuple[list[str], bool]:
+    # Definitions: strategies/templates.py (the program carries them).
+    how = ctx.draw(
+        st.sampled_from(
+            [
+                "SavedScale.apply({x})",
+                "OnceScale.apply({x})",
+                "WithArgmax.apply({x})[0]",
+                "DirtyDouble.apply({x})",
+            ]
+        )
+    )
+    return [f"{ctx.new_name} = {how.format(x=ctx.x)}"], True
+
+
+def _custom_op(ctx: Context) -> tuple[list[str], bool]:
+    if ctx.draw(st.booleans()):
+        return [f"torch.ops.cgraph.add_one_({ctx.x})"], False
+    return [f"{ctx.new_name} = torch.ops.cgraph.scaled({ctx.x})"], True
+
+
+def _data_assign(ctx: Context) -> tuple[list[str], bool]:
+    how = ctx.draw(st.sampled_from(["{x}.data * 2", "{x}.data.flip(0)", "torch.zeros_like({x})"]))
+    return [f"{ctx.x}.data = {how.format(x=ctx.x)}"], False
+
+
+def _requires_grad_(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.x}.requires_grad_()"], False
+
+
 def _families(*names: str) -> frozenset[str]:
     return frozenset({*names, "mixed"})
 
 
 ALL = _families("mutation", "views", "transfer", "autograd", "rng", "scalars", "schedules")
-MUTATION = _families("mutation")
+# Families that vary inputs across calls mutate too: the combination breaks
+# compilers far more often than either hazard alone.
+MUTATION = _families("mutation", "schedules")
 VIEWS = _families("views", "mutation")
 TRANSFER = _families("transfer")
 AUTOGRAD = _families("autograd")
 RNG = _families("rng")
 SCALARS = _families("scalars", "mutation")
+GRAPHS = _families("mutation", "views", "autograd", "schedules", "rng")
+INDEXING = _families("mutation", "views", "schedules")
+FACTORIES = _families("views", "autograd", "scalars", "schedules")
 
 # Simplest first: sampled_from shrinks towards the front of the list.
 OPS: tuple[OpSpec, ...] = (
@@ -515,6 +736,41 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("dropout", "rng", RNG, _floating, _dropout),
     OpSpec("bernoulli", "rng", RNG, _floating, _bernoulli),
     OpSpec("where_scalar", "outplace", SCALARS, _floating, _where_scalar),
+    # Several graphs per program: values cross graph boundaries.
+    OpSpec("graph_break", "graph", GRAPHS, _tensor, _graph_break),
+    # Integer, int64-tensor (duplicate indices) and boolean-mask reads.
+    OpSpec("index_read", "view", INDEXING, _rank_at_least(1), _index_read),
+    # Advanced-index and mask writes, duplicates writing one value.
+    OpSpec("index_write", "inplace", INDEXING, _writable(_floating_rank(1)), _index_write),
+    # Fresh tensors of a new shape (zero-size, rank 4, requiring grad).
+    OpSpec("factory", "factory", FACTORIES, _tensor, _fresh_factory),
+    # Out-of-place index ops on any tensor, stride-0 ones included.
+    OpSpec("index_outplace", "outplace", INDEXING, _floating_rank(1), _index_outplace),
+    # out= resized from empty, or aliasing its own input.
+    OpSpec("out_more", "inplace", MUTATION, _writable(_floating_rank(1)), _out_more),
+    # Copies or views depending on layout: flip, reshape, movedim, view(dtype).
+    OpSpec("reshape", "view", VIEWS, _rank_at_least(1), _reshape_op),
+    # Several tensors into one, or index-driven reads.
+    OpSpec("combine", "outplace", VIEWS, _rank_at_least(1), _combine),
+    # Reductions with keepdim; argmax/argmin produce int64.
+    OpSpec("reduce", "outplace", VIEWS | AUTOGRAD, _floating_rank(1), _reduce),
+    # Ops that may hand back their input itself.
+    OpSpec("maybe_same", "outplace", VIEWS | AUTOGRAD, _floating, _maybe_same),
+    # Python metadata (size, rank, requires_grad) feeding later statements.
+    OpSpec("metadata_read", "metadata_read", SCALARS | VIEWS, _tensor, _metadata_read),
+    # enable_grad nested in no_grad.
+    OpSpec("enable_grad", "autograd", AUTOGRAD, _floating, _grad_mode),
+    # Zero-size views.
+    OpSpec("zero_size", "view", VIEWS, _rank_at_least(1), _zero_size),
+    # torch.autograd.Function: saved tensors, mark_dirty, non-differentiable
+    # outputs, once_differentiable.
+    OpSpec("autograd_function", "autograd", AUTOGRAD | MUTATION, _floating, _autograd_function),
+    # .data assignment: the tensor keeps its identity, its data changes.
+    OpSpec("data_assign", "metadata", MUTATION, _writable(_rank_at_least(1)), _data_assign),
+    # A leaf starts requiring grad inside the program.
+    OpSpec("requires_grad_", "autograd", AUTOGRAD, _leaf_without_grad, _requires_grad_),
+    # torch.library custom ops: one mutating its argument, one with a fake kernel.
+    OpSpec("custom_op", "inplace", MUTATION | VIEWS, _floating, _custom_op),
 )
 
 

@@ -15,14 +15,35 @@ from typing import Any
 #: ``fresh``: new tensors (new addresses, new values, new host scalars) each call;
 #: ``param_update``: persistent, with an SGD step on parameters under no_grad between calls;
 #: ``feedback``: an output becomes the next call's first argument;
-#: ``dynamic``: fresh tensors whose first dimension grows with the iteration.
-SCHEDULES = ("persistent", "fresh", "param_update", "feedback", "dynamic")
+#: ``dynamic``: fresh tensors whose first dimension grows with the iteration;
+#: ``optimizer``: persistent, with a real ``torch.optim`` step and ``zero_grad``
+#: between calls (parameters and grads changed in place, optimizer state kept).
+SCHEDULES = ("persistent", "fresh", "param_update", "feedback", "dynamic", "optimizer")
+
+#: Optimizers the ``optimizer`` schedule steps, as constructed over ``params``.
+OPTIMIZERS = (
+    "torch.optim.SGD(params, lr=0.1, momentum=0.9)",
+    "torch.optim.Adam(params, lr=0.1)",
+    "torch.optim.SGD(params, lr=0.1)",
+)
 
 #: Roles of an input: what it stands for in a model's step function.
 ROLES = ("argument", "parameter", "buffer", "scalar", "number")
 
 #: Memory layouts an input can arrive in.
-LAYOUTS = ("contiguous", "transposed", "sliced", "expanded", "alias")
+#: ``alias``: a view of an earlier input's memory from its start;
+#: ``alias_offset``: from element 1, overlapping it partly;
+#: ``alias_sometimes``: aliased on odd calls, a fresh tensor on even ones
+#: (fresh schedules), so a compiled function sees both.
+LAYOUTS = (
+    "contiguous",
+    "transposed",
+    "sliced",
+    "expanded",
+    "alias",
+    "alias_offset",
+    "alias_sometimes",
+)
 
 
 @dataclass(frozen=True)
@@ -69,6 +90,8 @@ class Statement:
     lines: tuple[str, ...]
     defines: tuple[str, ...] = ()
     features: frozenset[str] = frozenset()
+    #: Module-level definitions the lines call (autograd Functions, custom ops).
+    prelude: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,6 +106,8 @@ class Program:
     iters: int = 5
     feedback: tuple[int, int] | None = None  # (output index, argument index)
     compiled_autograd: bool = False  # the compiled side's backward runs under compiled autograd
+    optimizer: str = OPTIMIZERS[0]  # schedule ``optimizer``: what steps between calls
+    set_to_none: bool = True  # schedule ``optimizer``: zero_grad(set_to_none=...)
     features: frozenset[str] = field(default_factory=frozenset)
 
     def __repr__(self) -> str:
@@ -146,6 +171,25 @@ class Program:
                 lines.append("        pass")
             lines.append("    return args")
             return "\n".join(lines)
+        if self.schedule == "optimizer":
+            params = [i for i, s in enumerate(self.inputs) if s.role == "parameter"]
+            # One optimizer per side, found again by its parameters' identity
+            # (it keeps them alive, so an id is never reused while it lives).
+            return "\n".join(
+                [
+                    "_OPTIMIZERS = {}",
+                    "",
+                    "",
+                    "def advance(k, args, outputs):",
+                    f"    params = [args[i] for i in {tuple(params)!r}]",
+                    "    key = tuple(map(id, params))",
+                    "    if key not in _OPTIMIZERS:",
+                    f"        _OPTIMIZERS[key] = {self.optimizer}",
+                    "    _OPTIMIZERS[key].step()",
+                    f"    _OPTIMIZERS[key].zero_grad(set_to_none={self.set_to_none})",
+                    "    return args",
+                ]
+            )
         if self.schedule == "feedback" and self.feedback is not None:
             out, arg = self.feedback
             return "\n".join(
@@ -156,6 +200,10 @@ class Program:
             )
         return None
 
+    def preludes(self) -> tuple[str, ...]:
+        """The module-level definitions the statements call, each once, in order."""
+        return tuple(dict.fromkeys(d for s in self.statements for d in s.prelude))
+
     def render(self) -> str:
         """The whole module: program, inputs, advance, and how the runner drives them."""
         parts = [
@@ -163,6 +211,10 @@ class Program:
             "import torch",
             "",
             "",
+        ]
+        for definition in self.preludes():
+            parts += [definition, "", ""]
+        parts += [
             self.render_body(),
             "",
             "",
@@ -224,9 +276,15 @@ def _build_input(spec: InputSpec, schedule: str) -> list[str]:
         stored = (1, *shape[1:])
         make = _DTYPE_FACTORY[spec.dtype].format(shape=_shape_text(stored, False))
         lines = [f"{name} = {make}.expand({', '.join(map(str, shape))})"]
-    elif spec.layout == "alias" and spec.alias_of is not None and shape:
-        # A second view of the named input's base: the two overlap.
-        lines = [f"{name} = {spec.alias_of}.reshape(-1)[: {_numel(shape)}].view({_dims(shape)})"]
+    elif spec.layout.startswith("alias") and spec.alias_of is not None and shape:
+        # A second view of the named input's memory: the two overlap.
+        start = 1 if spec.layout == "alias_offset" else 0
+        alias = f"{spec.alias_of}.reshape(-1)[{start}:{start + _numel(shape)}].view({_dims(shape)})"
+        if spec.layout == "alias_sometimes":
+            fresh = _DTYPE_FACTORY[spec.dtype].format(shape=_shape_text(shape, False))
+            lines = [f"{name} = {alias} if k % 2 else {fresh}"]
+        else:
+            lines = [f"{name} = {alias}"]
     else:
         make = _DTYPE_FACTORY[spec.dtype].format(shape=_shape_text(shape, grow))
         lines = [f"{name} = {make}"]

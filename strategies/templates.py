@@ -1,0 +1,110 @@
+"""Module-level definitions a drawn statement may call: autograd Functions and custom ops.
+
+A statement names a definition by writing its call (``SavedScale.apply(x)``,
+``torch.ops.cgraph.add_one_(x)``); the program then carries the definition
+above ``def program``, so the rendered source, and every repro file made
+from it, stays standalone. Each template is there for one hazard of the
+compile path, said in its first comment line.
+
+Custom ops are registered once per process: a guard skips the
+registration when an earlier program of the same process made it.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Call text -> definition. Keys are what statements write; order is stable.
+TEMPLATES: dict[str, str] = {
+    "SavedScale.apply": """
+# Backward reads a tensor saved by forward; later in-place writes to it are
+# what eager's version counter checks and a compiled graph must too.
+class SavedScale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * x
+""",
+    "DirtyDouble.apply": """
+# Forward writes its input in place and says so with mark_dirty: the output
+# is the input, and autograd rebases its history.
+class DirtyDouble(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+""",
+    "WithArgmax.apply": """
+# Two outputs, one marked non-differentiable: the compiled graph must keep
+# which outputs require grad.
+class WithArgmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        index = x.reshape(-1).argmax()
+        ctx.mark_non_differentiable(index)
+        return x * 3, index
+
+    @staticmethod
+    def backward(ctx, grad, grad_index):
+        return grad * 3
+""",
+    "OnceScale.apply": """
+# A backward that is not itself differentiable (once_differentiable).
+class OnceScale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 0.5
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        return grad * 0.5
+""",
+    "torch.ops.cgraph.add_one_": """
+# A custom op that mutates its argument (mutates_args), with a fake kernel:
+# functionalization must write the mutation back.
+if not hasattr(torch.ops.cgraph, "add_one_"):
+
+    @torch.library.custom_op("cgraph::add_one_", mutates_args=("x",))
+    def _cgraph_add_one_(x: torch.Tensor) -> None:
+        x.add_(1)
+
+    @_cgraph_add_one_.register_fake
+    def _(x):
+        return None
+""",
+    "torch.ops.cgraph.scaled": """
+# A functional custom op with a registered fake kernel: compiled code sees
+# only the fake's metadata while tracing.
+if not hasattr(torch.ops.cgraph, "scaled"):
+
+    @torch.library.custom_op("cgraph::scaled", mutates_args=())
+    def _cgraph_scaled(x: torch.Tensor) -> torch.Tensor:
+        return x * 1.5
+
+    @_cgraph_scaled.register_fake
+    def _(x):
+        return torch.empty_like(x)
+""",
+}
+
+_CALLS = re.compile("|".join(re.escape(call) for call in TEMPLATES))
+
+
+def templates_used(lines: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The definitions ``lines`` call, in the order they first appear."""
+    found: dict[str, None] = {}
+    for line in lines:
+        for match in _CALLS.finditer(line):
+            found.setdefault(TEMPLATES[match.group(0)].strip("\n"), None)
+    return tuple(found)

@@ -1,0 +1,156 @@
+"""The program shapes that reach the compile path's hazards, checked end to end.
+
+Each shape is built as a :class:`Program`, rendered, and checked by the
+oracle: it must pass on a correct backend (no false alarm from the shape
+itself) and, where a fault backend drops what the shape relies on, fail
+with the difference that names it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import cgraph_doubles.faults  # noqa: F401  (registers the fault backends)
+from pytest_cgraph.oracle.difference import Kind
+from pytest_cgraph.runner import check_source, load_source
+from pytest_cgraph.strategies import InputSpec, Program, Statement
+from pytest_cgraph.strategies.templates import TEMPLATES, templates_used
+
+
+def statement(*lines: str, defines: str = "") -> Statement:
+    return Statement(
+        "test", lines, (defines,) if defines else (), frozenset(), templates_used(lines)
+    )
+
+
+def program(
+    *statements: Statement,
+    outputs: tuple[str, ...],
+    inputs: tuple[InputSpec, ...] = (InputSpec("a0", shape=(2, 3)),),
+    **fields: object,
+) -> Program:
+    return Program("mixed", inputs, statements, outputs, **fields)  # type: ignore[arg-type]
+
+
+GRAPH_BREAK_ACROSS_A_MUTATION = program(
+    statement("v0 = a0 * 2", defines="v0"),
+    statement("torch._dynamo.graph_break()"),
+    statement("a0.add_(v0)"),
+    statement("v1 = a0.sum(0)", defines="v1"),
+    outputs=("v0", "v1"),
+)
+
+CUSTOM_OP_MUTATING_AN_INPUT = program(
+    statement("torch.ops.cgraph.add_one_(a0)"),
+    statement("v0 = torch.ops.cgraph.scaled(a0)", defines="v0"),
+    outputs=("v0",),
+)
+
+AUTOGRAD_FUNCTIONS = program(
+    statement("v0 = SavedScale.apply(a0)", defines="v0"),
+    statement("v1 = WithArgmax.apply(v0)[0]", defines="v1"),
+    statement("v2 = OnceScale.apply(v1 * 1)", defines="v2"),
+    statement("v3 = DirtyDouble.apply(v2 * 1)", defines="v3"),
+    statement("v3.sum().backward(retain_graph=True)"),
+    outputs=("v3",),
+    inputs=(InputSpec("a0", shape=(2, 3), requires_grad=True),),
+)
+
+
+def with_optimizer(optimizer: str, set_to_none: bool) -> Program:
+    return program(
+        statement("v0 = (a0 * p1).sum()", defines="v0"),
+        statement("v0.backward(retain_graph=True)"),
+        outputs=("v0",),
+        inputs=(
+            InputSpec("a0", shape=(3,)),
+            InputSpec("p1", role="parameter", shape=(3,), requires_grad=True),
+        ),
+        schedule="optimizer",
+        optimizer=optimizer,
+        set_to_none=set_to_none,
+    )
+
+
+# Read only: with a1.mul_(2) first, torch 2.13 reuses the graph compiled for
+# the aliased call on the unaliased one and crashes (a recorded difference).
+ALIASED_ON_ODD_CALLS = program(
+    statement("v0 = a0 + a1.sum()", defines="v0"),
+    outputs=("v0",),
+    inputs=(
+        InputSpec("a0", shape=(4,)),
+        InputSpec("a1", shape=(3,), layout="alias_sometimes", alias_of="a0"),
+    ),
+    schedule="fresh",
+)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [GRAPH_BREAK_ACROSS_A_MUTATION, CUSTOM_OP_MUTATING_AN_INPUT, AUTOGRAD_FUNCTIONS],
+    ids=["graph_break", "custom_op", "autograd_function"],
+)
+def test_a_shape_passes_on_a_correct_backend(shape: Program) -> None:
+    report = check_source(shape.render(), backend="aot_eager", iters=3)
+    assert report.iterations == 3
+
+
+def test_a_graph_break_splits_the_program_into_graphs() -> None:
+    report = check_source(GRAPH_BREAK_ACROSS_A_MUTATION.render(), backend="aot_eager", iters=2)
+    assert report.compiles >= 2
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [GRAPH_BREAK_ACROSS_A_MUTATION, CUSTOM_OP_MUTATING_AN_INPUT],
+    ids=["graph_break", "custom_op"],
+)
+def test_a_lost_input_mutation_is_caught_through_the_shape(shape: Program) -> None:
+    from pytest_cgraph import EquivalenceError
+
+    with pytest.raises(EquivalenceError) as caught:
+        check_source(shape.render(), backend="faulty_lost_input_mutation", iters=3)
+    assert caught.value.difference.kind in (Kind.MUTATION, Kind.VALUE)
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "set_to_none"),
+    [
+        ("torch.optim.SGD(params, lr=0.1, momentum=0.9)", False),
+        ("torch.optim.Adam(params, lr=0.1)", True),
+    ],
+)
+def test_an_optimizer_steps_between_calls_on_each_side(optimizer: str, set_to_none: bool) -> None:
+    shape = with_optimizer(optimizer, set_to_none)
+    source = shape.render()
+    assert f"zero_grad(set_to_none={set_to_none})" in source
+    check_source(source, backend="aot_eager", iters=4)
+    # The schedule really steps: the parameter moves between calls.
+    namespace = load_source(source, "<optimizer>")
+    args = namespace["inputs"](1)
+    before = args[1].detach().clone()
+    namespace["program"](*args)
+    args = namespace["advance"](1, args, None)
+    assert not args[1].detach().equal(before)
+
+
+def test_inputs_aliased_on_some_calls_only() -> None:
+    namespace = load_source(ALIASED_ON_ODD_CALLS.render(), "<alias>")
+    odd, even = namespace["inputs"](1), namespace["inputs"](2)
+    assert odd[1].untyped_storage().data_ptr() == odd[0].untyped_storage().data_ptr()
+    assert even[1].untyped_storage().data_ptr() != even[0].untyped_storage().data_ptr()
+    check_source(ALIASED_ON_ODD_CALLS.render(), backend="aot_eager", iters=4)
+
+
+def test_the_rendered_program_carries_each_definition_it_calls_once() -> None:
+    source = AUTOGRAD_FUNCTIONS.render()
+    for name in ("SavedScale", "WithArgmax", "OnceScale", "DirtyDouble"):
+        assert source.count(f"class {name}(") == 1
+    assert "cgraph::add_one_" not in source
+    # Registering a custom op is guarded: a second program in the same
+    # process (or the same program loaded twice) does not re-register it.
+    for _ in range(2):
+        load_source(CUSTOM_OP_MUTATING_AN_INPUT.render(), "<twice>")
+    assert set(templates_used(["torch.ops.cgraph.add_one_(x)"])) == {
+        TEMPLATES["torch.ops.cgraph.add_one_"].strip("\n")
+    }
