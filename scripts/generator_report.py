@@ -1,6 +1,7 @@
 """Draw programs and report what the generator produces: cost, coverage, and verdicts.
 
     python scripts/generator_report.py --count 1000
+    python scripts/generator_report.py --count 2000 --per-family
     python scripts/generator_report.py --count 1000 --backend cudagraphs --backend aot_eager \
         --save-failures failures/
 
@@ -65,6 +66,30 @@ def verdicts(drawn: list[Program], backend: str, save: Path | None) -> None:
         print(f"        invalid x{count}: {reason}")
 
 
+def per_family(count: int, seed: int) -> None:
+    """The coverage table of campaign items: each family drawn on its own."""
+    share = max(count // len(FAMILIES), 1)
+    tables: dict[str, Counter[str]] = {}
+    total = 0.0
+    for family in FAMILIES:
+        drawn, seconds = timed_draw(share, (family,), seed)
+        total += seconds
+        tables[family] = coverage(drawn)
+    print(
+        f"drew {share} programs per family, {share * len(FAMILIES)} in all,"
+        f" {1000 * total / (share * len(FAMILIES)):.2f} ms per program (generation only)"
+    )
+    keys = [op.name for op in OPS] + sorted(
+        {k for t in tables.values() for k in t if k not in {op.name for op in OPS}}
+        - {f"family:{f}" for f in FAMILIES}
+    )
+    print(f"\n{'':32}" + "".join(f"{family[:9]:>10}" for family in FAMILIES))
+    for key in keys:
+        print(f"{key[:32]:32}" + "".join(f"{tables[f].get(key, 0):>10}" for f in FAMILIES))
+    never = [op.name for op in OPS if not any(t.get(op.name) for t in tables.values())]
+    print(f"\nops never drawn: {never or 'none'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=1000)
@@ -72,7 +97,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--backend", action="append", default=[])
     parser.add_argument("--save-failures", type=Path)
+    parser.add_argument(
+        "--per-family",
+        action="store_true",
+        help="draw --count programs split over all families, as campaign items do, and print"
+        " programs using each op and feature per family",
+    )
     args = parser.parse_args()
+    if args.per_family:
+        per_family(args.count, args.seed)
+        return
     families = tuple(args.families.split(","))
     drawn, seconds = timed_draw(args.count, families, args.seed)
     print(

@@ -96,3 +96,22 @@ def test_rendered_source_runs_and_is_what_is_executed(sample: list[Program]) -> 
 def test_bad_arguments_are_rejected(kwargs: dict, message: str) -> None:
     with pytest.raises(InvalidArgument, match=message):
         programs(**kwargs)  # type: ignore[arg-type]
+
+
+def test_the_generator_report_prints_a_coverage_table_per_family() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "generator_report.py"
+    shown = subprocess.run(
+        [sys.executable, str(script), "--count", "16", "--per-family"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    header = next(line for line in shown.splitlines() if "mutation" in line and "mixed" in line)
+    assert header.split() == [family[:9] for family in FAMILIES]
+    rows = {line.split()[0]: line.split()[1:] for line in shown.splitlines() if line[:1].isalpha()}
+    assert len(rows["graph_break"]) == len(FAMILIES)
+    assert "ms per program" in shown and "ops never drawn:" in shown
