@@ -84,8 +84,9 @@ if not hasattr(torch.ops.cgraph, "add_one_"):
         return None
 """,
     "torch.ops.cgraph.scaled": """
-# A functional custom op with a registered fake kernel: compiled code sees
-# only the fake's metadata while tracing.
+# A functional custom op with a registered fake kernel and autograd formula:
+# compiled code sees only the fake's metadata while tracing, and its own
+# backward where grads flow.
 if not hasattr(torch.ops.cgraph, "scaled"):
 
     @torch.library.custom_op("cgraph::scaled", mutates_args=())
@@ -95,6 +96,8 @@ if not hasattr(torch.ops.cgraph, "scaled"):
     @_cgraph_scaled.register_fake
     def _(x):
         return torch.empty_like(x)
+
+    _cgraph_scaled.register_autograd(lambda ctx, grad: grad * 1.5)
 """,
 }
 

@@ -46,6 +46,13 @@ CUSTOM_OP_MUTATING_AN_INPUT = program(
     outputs=("v0",),
 )
 
+# The functional custom op is differentiable: the oracle's backward runs through it.
+CUSTOM_OP_UNDER_BACKWARD = program(
+    statement("v0 = torch.ops.cgraph.scaled(a0)", defines="v0"),
+    outputs=("v0",),
+    inputs=(InputSpec("a0", shape=(2, 3), requires_grad=True),),
+)
+
 AUTOGRAD_FUNCTIONS = program(
     statement("v0 = SavedScale.apply(a0)", defines="v0"),
     statement("v1 = WithArgmax.apply(v0)[0]", defines="v1"),
@@ -87,8 +94,13 @@ ALIASED_ON_ODD_CALLS = program(
 
 @pytest.mark.parametrize(
     "shape",
-    [GRAPH_BREAK_ACROSS_A_MUTATION, CUSTOM_OP_MUTATING_AN_INPUT, AUTOGRAD_FUNCTIONS],
-    ids=["graph_break", "custom_op", "autograd_function"],
+    [
+        GRAPH_BREAK_ACROSS_A_MUTATION,
+        CUSTOM_OP_MUTATING_AN_INPUT,
+        CUSTOM_OP_UNDER_BACKWARD,
+        AUTOGRAD_FUNCTIONS,
+    ],
+    ids=["graph_break", "custom_op", "custom_op_backward", "autograd_function"],
 )
 def test_a_shape_passes_on_a_correct_backend(shape: Program) -> None:
     report = check_source(shape.render(), backend="aot_eager", iters=3)
