@@ -28,13 +28,20 @@ from pytest_cgraph.strategies.program import (
 from pytest_cgraph.strategies.templates import templates_used
 
 _DTYPES = ("float32", "float64", "int64", "bool")
-_PREFIX = {"argument": "a", "parameter": "p", "buffer": "b", "scalar": "s", "number": "n"}
+_PREFIX = {
+    "argument": "a",
+    "parameter": "p",
+    "buffer": "b",
+    "scalar": "s",
+    "number": "n",
+    "module": "m",
+}
 _ROLES_BY_FAMILY = {
     "scalars": ("argument", "scalar", "number", "parameter"),
-    "autograd": ("argument", "parameter", "buffer"),
-    "schedules": ("argument", "parameter", "scalar", "buffer"),
+    "autograd": ("argument", "parameter", "buffer", "module"),
+    "schedules": ("argument", "parameter", "scalar", "buffer", "module"),
 }
-_DEFAULT_ROLES = ("argument", "parameter", "buffer", "scalar", "number")
+_DEFAULT_ROLES = ("argument", "parameter", "buffer", "scalar", "number", "module")
 
 
 def programs(
@@ -121,13 +128,18 @@ def _programs(
     inputs = draw(_input_specs(family, max_inputs, schedule))
     draft = Program(family, inputs, (), (inputs[0].name,), schedule, iters)
     namespace: dict[str, Any] = {"torch": torch}
+    for definition in draft.preludes():  # the classes module inputs are built from
+        exec(compile(definition, "<prelude>", "exec"), namespace)
     exec(compile(draft.render_inputs(), "<inputs>", "exec"), namespace)
     values = namespace["inputs"](1)
     variables = [
         Var(spec.name, value, _origin_of(spec)) for spec, value in zip(inputs, values, strict=True)
     ]
     env: dict[str, Any] = {"torch": torch, **{v.name: v.value for v in variables}}
-    statements = _draw_statements(
+    # A module argument is called at once on the first floating input, so it
+    # is used whenever it is drawn; deleting the argument deletes the call.
+    opening = _module_calls(variables, env)
+    statements = opening + _draw_statements(
         draw, ops_for(family), variables, env, min_statements, max_statements
     )
     outputs = _draw_outputs(draw, variables)
@@ -159,9 +171,12 @@ def _draw_schedule(draw: Any, family: str) -> str:
 
 
 def _origin_of(spec: InputSpec) -> str:
-    return {"parameter": "parameter", "scalar": "scalar", "number": "number"}.get(
-        spec.role, "input"
-    )
+    return {
+        "parameter": "parameter",
+        "scalar": "scalar",
+        "number": "number",
+        "module": "module",
+    }.get(spec.role, "input")
 
 
 @st.composite
@@ -188,6 +203,8 @@ def _tensor_spec(
     schedule: str = "persistent",
 ) -> InputSpec:
     name = f"{_PREFIX[role]}{index}"
+    if role == "module":
+        return InputSpec(name, role, (), "float32")
     if role in ("scalar", "number"):
         return InputSpec(name, role, (), "float32")
     shape = tuple(draw(st.lists(st.integers(1, 3), min_size=1, max_size=3)))
@@ -204,7 +221,7 @@ def _tensor_spec(
             s
             for s in earlier
             if s.layout == "contiguous"
-            and s.role not in ("parameter", "scalar", "number")
+            and s.role in ("argument", "buffer")
             and _numel(s.shape) > start
         ]
         if owners:
@@ -230,6 +247,23 @@ def _numel(shape: tuple[int, ...]) -> int:
     for size in shape:
         count *= size
     return count
+
+
+def _module_calls(variables: list[Var], env: dict[str, Any]) -> list[Statement]:
+    """``v = m(a)`` for each module argument, on the first floating tensor input."""
+    first = next(
+        (v for v in variables if v.tensor is not None and v.tensor.is_floating_point()), None
+    )
+    calls = []
+    for module in [v for v in variables if v.origin == "module"]:
+        if first is None:
+            break
+        name = f"v{sum(1 for v in variables if v.name.startswith('v'))}"
+        line = f"{name} = {module.name}({first.name})"
+        if _runs_cleanly([line], env):
+            variables.append(Var(name, env[name], "intermediate"))
+            calls.append(Statement("module_call", (line,), (name,), frozenset({"module_call"})))
+    return calls
 
 
 def _draw_statements(

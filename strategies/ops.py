@@ -658,6 +658,13 @@ def _requires_grad_(ctx: Context) -> tuple[list[str], bool]:
     return [f"{ctx.x}.requires_grad_()"], False
 
 
+def _module_call(ctx: Context) -> tuple[list[str], bool] | None:
+    modules = [v.name for v in ctx.variables if v.origin == "module"]
+    if not modules:
+        return None
+    return [f"{ctx.new_name} = {ctx.draw(st.sampled_from(modules))}({ctx.x})"], True
+
+
 def _families(*names: str) -> frozenset[str]:
     return frozenset({*names, "mixed"})
 
@@ -769,6 +776,8 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("data_assign", "metadata", MUTATION, _writable(_rank_at_least(1)), _data_assign),
     # A leaf starts requiring grad inside the program.
     OpSpec("requires_grad_", "autograd", AUTOGRAD, _leaf_without_grad, _requires_grad_),
+    # A module argument called: its buffer written in forward, its parameter used.
+    OpSpec("module_call", "outplace", AUTOGRAD | MUTATION, _floating, _module_call),
     # torch.library custom ops: one mutating its argument, one with a fake kernel.
     OpSpec("custom_op", "inplace", MUTATION | VIEWS, _floating, _custom_op),
 )

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_cgraph.strategies.templates import MODULE, TEMPLATES
+
 #: How arguments evolve across iterations.
 #: ``persistent``: the same tensors every call, mutations accumulate;
 #: ``fresh``: new tensors (new addresses, new values, new host scalars) each call;
@@ -28,7 +30,7 @@ OPTIMIZERS = (
 )
 
 #: Roles of an input: what it stands for in a model's step function.
-ROLES = ("argument", "parameter", "buffer", "scalar", "number")
+ROLES = ("argument", "parameter", "buffer", "scalar", "number", "module")
 
 #: Memory layouts an input can arrive in.
 #: ``alias``: a view of an earlier input's memory from its start;
@@ -69,6 +71,8 @@ class InputSpec:
 
     def features(self) -> set[str]:
         """Coverage keys this input contributes."""
+        if self.role == "module":
+            return {"role:module"}
         found = {f"role:{self.role}", f"dtype:{self.dtype}"}
         if not self.is_host_scalar:
             found.add(f"layout:{self.layout}")
@@ -167,7 +171,10 @@ class Program:
                 lines.append(f"        if args[{index}].grad is not None:")
                 lines.append(f"            args[{index}].sub_(0.1 * args[{index}].grad)")
                 lines.append(f"            args[{index}].grad = None")
-            if not params:
+            for index in self.module_indices:
+                # A buffer reassigned between calls: a new tensor object, not a write.
+                lines.append(f"        args[{index}].calls = args[{index}].calls * 0")
+            if not params and not self.module_indices:
                 lines.append("        pass")
             lines.append("    return args")
             return "\n".join(lines)
@@ -181,7 +188,9 @@ class Program:
                     "",
                     "",
                     "def advance(k, args, outputs):",
-                    f"    params = [args[i] for i in {tuple(params)!r}]",
+                    f"    params = [args[i] for i in {tuple(params)!r}] + [",
+                    f"        p for i in {self.module_indices!r} for p in args[i].parameters()",
+                    "    ]",
                     "    key = tuple(map(id, params))",
                     "    if key not in _OPTIMIZERS:",
                     f"        _OPTIMIZERS[key] = {self.optimizer}",
@@ -202,7 +211,13 @@ class Program:
 
     def preludes(self) -> tuple[str, ...]:
         """The module-level definitions the statements call, each once, in order."""
-        return tuple(dict.fromkeys(d for s in self.statements for d in s.prelude))
+        modules = [TEMPLATES[MODULE].strip("\n")] if self.module_indices else []
+        return tuple(dict.fromkeys([*modules, *(d for s in self.statements for d in s.prelude)]))
+
+    @property
+    def module_indices(self) -> tuple[int, ...]:
+        """Positions of the ``nn.Module`` arguments."""
+        return tuple(i for i, spec in enumerate(self.inputs) if spec.role == "module")
 
     def render(self) -> str:
         """The whole module: program, inputs, advance, and how the runner drives them."""
@@ -256,6 +271,8 @@ def _shape_text(shape: tuple[int, ...], grow: bool) -> str:
 def _build_input(spec: InputSpec, schedule: str) -> list[str]:
     """Source lines that bind ``spec.name`` inside ``inputs(k)``."""
     name = spec.name
+    if spec.role == "module":
+        return [f"{name} = Counter()"]
     if spec.role == "number":
         return [f"{name} = 0.5 + k" if schedule in ("fresh", "dynamic") else f"{name} = 0.5"]
     if spec.role == "scalar":

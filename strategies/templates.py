@@ -101,6 +101,23 @@ if not hasattr(torch.ops.cgraph, "scaled"):
 """,
 }
 
+#: The module a ``module`` input is built from (``m1 = Counter()``), keyed like a call.
+MODULE = "Counter()"
+TEMPLATES[MODULE] = """
+# A module argument: a parameter, and a buffer its forward writes in place
+# (the compiled function must keep the buffer's mutation, and the
+# parameter's grad through a module call).
+class Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.full((1,), 0.5))
+        self.register_buffer("calls", torch.zeros(()))
+
+    def forward(self, x):
+        self.calls.add_(1)
+        return x * self.weight + self.calls
+"""
+
 _CALLS = re.compile("|".join(re.escape(call) for call in TEMPLATES))
 
 

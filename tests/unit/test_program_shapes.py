@@ -64,6 +64,29 @@ AUTOGRAD_FUNCTIONS = program(
 )
 
 
+# A module argument whose forward writes its buffer; between calls the
+# buffer is reassigned (param_update schedule).
+MODULE_WITH_A_BUFFER = program(
+    statement("v0 = m1(a0)", defines="v0"),
+    outputs=("v0",),
+    inputs=(InputSpec("a0", shape=(2, 3), requires_grad=True), InputSpec("m1", role="module")),
+    schedule="param_update",
+)
+
+
+def test_a_module_argument_is_carried_called_and_its_buffer_observed() -> None:
+    source = MODULE_WITH_A_BUFFER.render()
+    assert source.count("class Counter(") == 1 and "m1 = Counter()" in source
+    assert "args[1].calls = args[1].calls * 0" in source
+    check_source(source, backend="aot_eager", iters=4)
+    from pytest_cgraph import EquivalenceError
+
+    with pytest.raises(EquivalenceError) as caught:
+        check_source(source, backend="faulty_lost_input_mutation", iters=3)
+    assert caught.value.difference.kind is Kind.MUTATION
+    assert "m1.calls" in caught.value.difference.headline()
+
+
 def with_optimizer(optimizer: str, set_to_none: bool) -> Program:
     return program(
         statement("v0 = (a0 * p1).sum()", defines="v0"),

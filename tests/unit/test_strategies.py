@@ -46,6 +46,7 @@ def test_every_op_and_family_is_drawn(sample: list[Program]) -> None:
         "role:buffer",
         "role:scalar",
         "role:number",
+        "role:module",
         "layout:transposed",
         "layout:sliced",
         "layout:expanded",
