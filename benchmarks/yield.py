@@ -29,8 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from pytest_cgraph.strategies.families import FAMILIES
+
 ROOT = Path(__file__).resolve().parents[1]
-FAMILIES = 8
 
 
 def overlay(tree: Path, into: Path) -> Path:
@@ -54,7 +55,7 @@ def campaign(
         work = Path(scratch)
         path = overlay(tree, work / "overlay")
         # Items share the workers: each item hunts for its share of the box.
-        per_item = max(10, int(minutes * 60 * workers / FAMILIES))
+        per_item = max(10, int(minutes * 60 * workers / len(FAMILIES)))
         env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join([str(path), str(tree / "tests")]),

@@ -171,12 +171,7 @@ def _draw_schedule(draw: Any, family: str) -> str:
 
 
 def _origin_of(spec: InputSpec) -> str:
-    return {
-        "parameter": "parameter",
-        "scalar": "scalar",
-        "number": "number",
-        "module": "module",
-    }.get(spec.role, "input")
+    return spec.role if spec.role in ("parameter", "scalar", "number", "module") else "input"
 
 
 @st.composite
@@ -203,9 +198,7 @@ def _tensor_spec(
     schedule: str = "persistent",
 ) -> InputSpec:
     name = f"{_PREFIX[role]}{index}"
-    if role == "module":
-        return InputSpec(name, role, (), "float32")
-    if role in ("scalar", "number"):
+    if role in ("scalar", "number", "module"):
         return InputSpec(name, role, (), "float32")
     shape = tuple(draw(st.lists(st.integers(1, 3), min_size=1, max_size=3)))
     if role == "parameter":
@@ -258,12 +251,17 @@ def _module_calls(variables: list[Var], env: dict[str, Any]) -> list[Statement]:
     for module in [v for v in variables if v.origin == "module"]:
         if first is None:
             break
-        name = f"v{sum(1 for v in variables if v.name.startswith('v'))}"
+        name = _next_name(variables)
         line = f"{name} = {module.name}({first.name})"
         if _runs_cleanly([line], env):
             variables.append(Var(name, env[name], "intermediate"))
             calls.append(Statement("module_call", (line,), (name,), frozenset({"module_call"})))
     return calls
+
+
+def _next_name(variables: list[Var]) -> str:
+    """The name the next statement's result is bound to: ``v0``, ``v1``, ..."""
+    return f"v{sum(1 for v in variables if v.name.startswith('v'))}"
 
 
 def _draw_statements(
@@ -322,7 +320,7 @@ def _statements(
     if not candidates:
         return None
     target = draw(st.sampled_from(candidates))
-    new_name = f"v{sum(1 for v in variables if v.name.startswith('v'))}"
+    new_name = _next_name(variables)
     built = op.build(Context(draw, target, variables, new_name))
     if built is None:
         return None

@@ -452,13 +452,6 @@ def _where_scalar(ctx: Context) -> tuple[list[str], bool] | None:
     return [f"{ctx.new_name} = torch.where({ctx.x} > 0, {ctx.x}, {ctx.x} * {s})"], True
 
 
-def _graph_break(ctx: Context) -> tuple[list[str], bool]:
-    # Splits the program into several graphs: the values live at the break
-    # become outputs of one graph and inputs of the next, which is what
-    # CUDA-graph trees chain and where their output liveness rules apply.
-    return ["torch._dynamo.graph_break()"], False
-
-
 def _index_read(ctx: Context) -> tuple[list[str], bool]:
     how = ctx.draw(st.sampled_from(["int", "tensor", "mask"]))
     if how == "int":
@@ -654,10 +647,6 @@ def _data_assign(ctx: Context) -> tuple[list[str], bool]:
     return [f"{ctx.x}.data = {how.format(x=ctx.x)}"], False
 
 
-def _requires_grad_(ctx: Context) -> tuple[list[str], bool]:
-    return [f"{ctx.x}.requires_grad_()"], False
-
-
 def _module_call(ctx: Context) -> tuple[list[str], bool] | None:
     modules = [v.name for v in ctx.variables if v.origin == "module"]
     if not modules:
@@ -743,8 +732,9 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("dropout", "rng", RNG, _floating, _dropout),
     OpSpec("bernoulli", "rng", RNG, _floating, _bernoulli),
     OpSpec("where_scalar", "outplace", SCALARS, _floating, _where_scalar),
-    # Several graphs per program: values cross graph boundaries.
-    OpSpec("graph_break", "graph", GRAPHS, _tensor, _graph_break),
+    # Several graphs per program: the values live at the break are outputs of
+    # one graph and inputs of the next, which CUDA-graph trees chain.
+    OpSpec("graph_break", "graph", GRAPHS, _tensor, _statement("torch._dynamo.graph_break()")),
     # Integer, int64-tensor (duplicate indices) and boolean-mask reads.
     OpSpec("index_read", "view", INDEXING, _rank_at_least(1), _index_read),
     # Advanced-index and mask writes, duplicates writing one value.
@@ -775,7 +765,13 @@ OPS: tuple[OpSpec, ...] = (
     # .data assignment: the tensor keeps its identity, its data changes.
     OpSpec("data_assign", "metadata", MUTATION, _writable(_rank_at_least(1)), _data_assign),
     # A leaf starts requiring grad inside the program.
-    OpSpec("requires_grad_", "autograd", AUTOGRAD, _leaf_without_grad, _requires_grad_),
+    OpSpec(
+        "requires_grad_",
+        "autograd",
+        AUTOGRAD,
+        _leaf_without_grad,
+        _statement("{x}.requires_grad_()"),
+    ),
     # A module argument called: its buffer written in forward, its parameter used.
     OpSpec("module_call", "outplace", AUTOGRAD | MUTATION, _floating, _module_call),
     # torch.library custom ops: one mutating its argument, one with a fake kernel.
