@@ -9,6 +9,7 @@ Shrinking replays the same draws, so a shrunk program is valid too.
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -16,10 +17,13 @@ import torch
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
+from pytest_cgraph.oracle.compiling import grad_mode
+from pytest_cgraph.oracle.protocol import GRAD_MODES
 from pytest_cgraph.strategies.ops import FAMILIES, Context, OpSpec, Var, ops_for
 from pytest_cgraph.strategies.program import (
     LAYOUTS,
     OPTIMIZERS,
+    ROLES,
     SCHEDULES,
     InputSpec,
     Program,
@@ -27,7 +31,8 @@ from pytest_cgraph.strategies.program import (
 )
 from pytest_cgraph.strategies.templates import templates_used
 
-_DTYPES = ("float32", "float64", "int64", "bool")
+_DTYPES = ("float32", "float64", "int64", "bool", "float16", "bfloat16", "complex64")
+_DIFFERENTIABLE = ("float32", "float64", "float16", "bfloat16")
 _PREFIX = {
     "argument": "a",
     "parameter": "p",
@@ -41,7 +46,6 @@ _ROLES_BY_FAMILY = {
     "autograd": ("argument", "parameter", "buffer", "module"),
     "schedules": ("argument", "parameter", "scalar", "buffer", "module"),
 }
-_DEFAULT_ROLES = ("argument", "parameter", "buffer", "scalar", "number", "module")
 
 
 def programs(
@@ -125,6 +129,11 @@ def _programs(
     optimizer, set_to_none = OPTIMIZERS[0], True
     if schedule == "optimizer":
         optimizer, set_to_none = draw(st.sampled_from(OPTIMIZERS)), draw(st.booleans())
+    # Two separately compiled functions, the second taking over at a drawn
+    # statement (clamped to the statements kept), one time in four.
+    chain_at = draw(st.integers(1, max_statements)) if draw(st.integers(0, 3)) == 3 else 0
+    # An ambient no_grad or inference_mode around every call, one time in four.
+    mode = draw(st.sampled_from(GRAD_MODES)) if draw(st.integers(0, 3)) == 3 else "grad"
     inputs = draw(_input_specs(family, max_inputs, schedule))
     draft = Program(family, inputs, (), (inputs[0].name,), schedule, iters)
     namespace: dict[str, Any] = {"torch": torch}
@@ -138,10 +147,13 @@ def _programs(
     env: dict[str, Any] = {"torch": torch, **{v.name: v.value for v in variables}}
     # A module argument is called at once on the first floating input, so it
     # is used whenever it is drawn; deleting the argument deletes the call.
-    opening = _module_calls(variables, env)
-    statements = opening + _draw_statements(
-        draw, ops_for(family), variables, env, min_statements, max_statements
-    )
+    # Drawn under the mode the calls will run under: torch judges each
+    # statement as the program will meet it.
+    with grad_mode(mode):
+        opening = _module_calls(variables, env)
+        statements = opening + _draw_statements(
+            draw, ops_for(family), variables, env, min_statements, max_statements
+        )
     outputs = _draw_outputs(draw, variables)
     features = _output_features(outputs, variables, inputs)
     feedback = _feedback(outputs, variables, inputs) if schedule == "feedback" else None
@@ -158,6 +170,8 @@ def _programs(
         compiled_autograd=compiled_autograd,
         optimizer=optimizer,
         set_to_none=set_to_none,
+        chain_at=max(0, min(chain_at, len(statements) - 1)),
+        grad_mode=mode,
         features=frozenset({f"family:{family}", *features}),
     )
 
@@ -176,7 +190,7 @@ def _origin_of(spec: InputSpec) -> str:
 
 @st.composite
 def _input_specs(draw: Any, family: str, max_inputs: int, schedule: str) -> tuple[InputSpec, ...]:
-    roles = _ROLES_BY_FAMILY.get(family, _DEFAULT_ROLES)
+    roles = _ROLES_BY_FAMILY.get(family, ROLES)
     specs: list[InputSpec] = [draw(_tensor_spec(family, "argument", 0, ()))]
     while len(specs) < max_inputs and draw(st.booleans()):
         role = draw(st.sampled_from(roles))
@@ -215,31 +229,30 @@ def _tensor_spec(
             for s in earlier
             if s.layout == "contiguous"
             and s.role in ("argument", "buffer")
-            and _numel(s.shape) > start
+            and math.prod(s.shape) > start
         ]
         if owners:
             owner = draw(st.sampled_from(owners))
             alias_of, dtype = owner.name, owner.dtype
-            if _numel(shape) + start > _numel(owner.shape):
-                shape = (_numel(owner.shape) - start,)  # what fits: a flat alias
+            if math.prod(shape) + start > math.prod(owner.shape):
+                shape = (math.prod(owner.shape) - start,)  # what fits: a flat alias
         else:
             layout = "contiguous"
     if layout == "transposed" and len(shape) < 2:
         layout = "contiguous"
-    differentiable = dtype.startswith("float") and layout == "contiguous" and role == "argument"
+    if layout == "nonleaf":
+        if role != "argument":
+            layout = "contiguous"
+        else:
+            dtype = dtype if dtype in _DIFFERENTIABLE else "float32"
+            return InputSpec(name, role, shape, dtype, True, layout)
+    differentiable = dtype in _DIFFERENTIABLE and layout == "contiguous" and role == "argument"
     if family == "autograd":
         requires_grad = differentiable and (index == 0 or draw(st.booleans()))
     else:
         chance = 2 if family in ("mixed", "schedules") else 4
         requires_grad = differentiable and draw(st.integers(0, chance - 1)) == chance - 1
     return InputSpec(name, role, shape, dtype, requires_grad, layout, alias_of)
-
-
-def _numel(shape: tuple[int, ...]) -> int:
-    count = 1
-    for size in shape:
-        count *= size
-    return count
 
 
 def _module_calls(variables: list[Var], env: dict[str, Any]) -> list[Statement]:

@@ -191,7 +191,7 @@ def _leaf_with_grad(var: Var) -> bool:
 
 
 def _assign(expression: str) -> Builder:
-    """``v = <expression>`` with ``{x}`` the target and ``{...}`` drawn by ``fill``."""
+    """``v = <expression>`` with ``{x}`` the target."""
     return lambda ctx: ([f"{ctx.new_name} = {expression.format(x=ctx.x)}"], True)
 
 
@@ -617,6 +617,25 @@ def _grad_mode(ctx: Context) -> tuple[list[str], bool]:
     ], True
 
 
+def _complex_viewable(var: Var) -> bool:
+    tensor = var.tensor
+    return tensor is not None and (
+        tensor.dtype.is_complex
+        or (
+            tensor.dtype in (torch.float32, torch.float64)
+            and tensor.dim() >= 1
+            and tensor.shape[-1] == 2
+        )
+    )
+
+
+def _complex_view(ctx: Context) -> tuple[list[str], bool]:
+    if not ctx.t.dtype.is_complex:
+        return [f"{ctx.new_name} = torch.view_as_complex({ctx.x})"], True
+    how = ctx.draw(st.sampled_from(["{x}.real", "{x}.imag", "torch.view_as_real({x})"]))
+    return [f"{ctx.new_name} = {how.format(x=ctx.x)}"], True
+
+
 def _zero_size(ctx: Context) -> tuple[list[str], bool]:
     return [f"{ctx.new_name} = {ctx.x}.narrow({ctx.dim()}, 0, 0)"], True
 
@@ -721,9 +740,8 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("detach", "autograd", AUTOGRAD, _tensor, _detach),
     OpSpec("no_grad", "autograd", AUTOGRAD, _floating, _no_grad_block),
     # Hooks go on intermediates only (the builder steps off a leaf first):
-    # registering one on a leaf whose data a detached alias had just changed
-    # crashed torch 2.13 (SIGSEGV, in eager, while drawing during a
-    # campaign's shrink); not yet reduced to a standalone repro.
+    # eager torch 2.13 segfaults registering one on a view of a leaf whose
+    # base was written in place (pytorch/pytorch#196459).
     OpSpec("register_hook", "autograd", AUTOGRAD, _needs_grad, _hook),
     OpSpec("read_grad", "autograd", AUTOGRAD, _leaf_with_grad, _read_grad),
     OpSpec("zero_grad", "autograd", AUTOGRAD, _leaf_with_grad, _zero_grad),
@@ -776,6 +794,9 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("module_call", "outplace", AUTOGRAD | MUTATION, _floating, _module_call),
     # torch.library custom ops: one mutating its argument, one with a fake kernel.
     OpSpec("custom_op", "inplace", MUTATION | VIEWS, _floating, _custom_op),
+    # Real views of complex memory and back (.real, .imag, view_as_real/complex):
+    # views across dtypes, which functionalization replays by their own rules.
+    OpSpec("complex_view", "view", VIEWS | MUTATION, _complex_viewable, _complex_view),
 )
 
 

@@ -7,9 +7,12 @@ statements are legal), by the runner on both sides, and by a repro file.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_cgraph.oracle import protocol
 from pytest_cgraph.strategies.templates import MODULE, TEMPLATES
 
 #: How arguments evolve across iterations.
@@ -36,7 +39,10 @@ ROLES = ("argument", "parameter", "buffer", "scalar", "number", "module")
 #: ``alias``: a view of an earlier input's memory from its start;
 #: ``alias_offset``: from element 1, overlapping it partly;
 #: ``alias_sometimes``: aliased on odd calls, a fresh tensor on even ones
-#: (fresh schedules), so a compiled function sees both.
+#: (fresh schedules), so a compiled function sees both;
+#: ``nonleaf``: requires grad through an op of its own, as an activation
+#: handed from one stage of a model to the next (AOTAutograd gives it a
+#: tangent, and its mutation is replayed under autograd).
 LAYOUTS = (
     "contiguous",
     "transposed",
@@ -45,6 +51,7 @@ LAYOUTS = (
     "alias",
     "alias_offset",
     "alias_sometimes",
+    "nonleaf",
 )
 
 
@@ -112,6 +119,11 @@ class Program:
     compiled_autograd: bool = False  # the compiled side's backward runs under compiled autograd
     optimizer: str = OPTIMIZERS[0]  # schedule ``optimizer``: what steps between calls
     set_to_none: bool = True  # schedule ``optimizer``: zero_grad(set_to_none=...)
+    #: Index of the statement where a second, separately compiled function
+    #: takes over (0: one compiled function). Its inputs are the first one's
+    #: outputs, as CUDA-graph trees see one graph's outputs feed the next's.
+    chain_at: int = 0
+    grad_mode: str = "grad"  # the ambient mode each call runs under (protocol's GRAD_MODE)
     features: frozenset[str] = field(default_factory=frozenset)
 
     def __repr__(self) -> str:
@@ -136,19 +148,49 @@ class Program:
         found.add(f"schedule:{self.schedule}")
         if self.compiled_autograd:
             found.add("compiled_autograd")
+        if self.chained:
+            found.add("chained_compiles")
+        if self.grad_mode != "grad":
+            found.add(f"grad_mode:{self.grad_mode}")
         for spec in self.inputs:
             found |= spec.features()
         for statement in self.statements:
             found |= statement.features
         return found
 
+    @property
+    def chained(self) -> bool:
+        """Whether two separately compiled functions run the statements, one after the other."""
+        return 0 < self.chain_at < len(self.statements)
+
     def render_body(self) -> str:
-        """``def program(...)``: the function under test."""
-        lines = [f"def program({', '.join(self.argument_names)}):"]
-        for statement in self.statements:
-            lines.extend(f"    {line}" for line in statement.lines)
-        lines.append(f"    return ({', '.join(self.outputs)},)")
-        return "\n".join(lines)
+        """``def program(...)``: the function under test (glue over two stages when chained)."""
+        arguments = ", ".join(self.argument_names)
+        if not self.chained:
+            return _function(PROGRAM, arguments, self.statements, ", ".join(self.outputs))
+        first, second = self.statements[: self.chain_at], self.statements[self.chain_at :]
+        later_text = "\n".join([*(line for s in second for line in s.lines), *self.outputs])
+        carried = [
+            name
+            for statement in first
+            for name in statement.defines
+            if re.search(rf"\b{name}\b", later_text)
+        ]
+        handed = ", ".join([*self.argument_names, *carried])
+        unpack = f"({', '.join(carried)},) = " if carried else ""
+        return "\n".join(
+            [
+                _function(STAGES[0], arguments, first, ", ".join(carried)),
+                "",
+                "",
+                _function(STAGES[1], handed, second, ", ".join(self.outputs)),
+                "",
+                "",
+                f"def {PROGRAM}({arguments}):",
+                f"    {unpack}{STAGES[0]}({arguments})",
+                f"    return {STAGES[1]}({handed})",
+            ]
+        )
 
     def render_inputs(self) -> str:
         """``def inputs(k)``: iteration k's arguments, built the same way for both sides."""
@@ -241,9 +283,11 @@ class Program:
         parts += [
             "",
             "",
-            f"FRESH_INPUTS = {self.schedule in ('fresh', 'dynamic')}",
-            f"ITERS = {self.iters}",
-            *(["COMPILED_AUTOGRAD = True"] if self.compiled_autograd else []),
+            f"{protocol.FRESH_INPUTS} = {self.schedule in ('fresh', 'dynamic')}",
+            f"{protocol.ITERS} = {self.iters}",
+            *([f"{protocol.COMPILED_AUTOGRAD} = True"] if self.compiled_autograd else []),
+            *([f"{protocol.COMPILE} = {STAGES!r}"] if self.chained else []),
+            *([f"{protocol.GRAD_MODE} = {self.grad_mode!r}"] if self.grad_mode != "grad" else []),
             "",
         ]
         return "\n".join(parts)
@@ -253,11 +297,27 @@ class Program:
         return len(self.statements) * 100 + len(self.inputs)
 
 
+PROGRAM = protocol.PROGRAM
+#: The two functions a chained program's statements are split between.
+STAGES = ("stage0", "stage1")
+
+
+def _function(name: str, arguments: str, statements: tuple[Statement, ...], returned: str) -> str:
+    lines = [f"def {name}({arguments}):"]
+    for statement in statements:
+        lines.extend(f"    {line}" for line in statement.lines)
+    lines.append(f"    return ({returned}{',' if returned else ''})")
+    return "\n".join(lines)
+
+
 _DTYPE_FACTORY = {
     "float32": "torch.randn({shape}, generator=g)",
     "float64": "torch.randn({shape}, generator=g, dtype=torch.float64)",
     "int64": "torch.randint(-3, 4, {shape}, generator=g)",
     "bool": "torch.randint(0, 2, {shape}, generator=g).bool()",
+    "float16": "torch.randn({shape}, generator=g).half()",
+    "bfloat16": "torch.randn({shape}, generator=g).bfloat16()",
+    "complex64": "torch.randn({shape}, generator=g, dtype=torch.complex64)",
 }
 
 
@@ -296,12 +356,17 @@ def _build_input(spec: InputSpec, schedule: str) -> list[str]:
     elif spec.layout.startswith("alias") and spec.alias_of is not None and shape:
         # A second view of the named input's memory: the two overlap.
         start = 1 if spec.layout == "alias_offset" else 0
-        alias = f"{spec.alias_of}.reshape(-1)[{start}:{start + _numel(shape)}].view({_dims(shape)})"
+        alias = (
+            f"{spec.alias_of}.reshape(-1)[{start}:{start + math.prod(shape)}].view({_dims(shape)})"
+        )
         if spec.layout == "alias_sometimes":
             fresh = _DTYPE_FACTORY[spec.dtype].format(shape=_shape_text(shape, False))
             lines = [f"{name} = {alias} if k % 2 else {fresh}"]
         else:
             lines = [f"{name} = {alias}"]
+    elif spec.layout == "nonleaf":
+        make = _DTYPE_FACTORY[spec.dtype].format(shape=_shape_text(shape, grow))
+        return [f"{name} = {make}.requires_grad_(True).mul(2)"]
     else:
         make = _DTYPE_FACTORY[spec.dtype].format(shape=_shape_text(shape, grow))
         lines = [f"{name} = {make}"]
@@ -310,13 +375,6 @@ def _build_input(spec: InputSpec, schedule: str) -> list[str]:
     elif spec.requires_grad:
         lines.append(f"{name}.requires_grad_(True)")
     return lines
-
-
-def _numel(shape: tuple[int, ...]) -> int:
-    count = 1
-    for size in shape:
-        count *= size
-    return count
 
 
 def _dims(shape: tuple[int, ...]) -> str:

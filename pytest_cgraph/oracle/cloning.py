@@ -203,5 +203,7 @@ def _restore_autograd(original: torch.Tensor, copy: torch.Tensor) -> torch.Tenso
             copy.grad = original.grad.detach().clone().to(copy.device)
         return copy
     # A non-leaf with no alias among the arguments: a fresh leaf and one
-    # differentiable op above it keep it a non-leaf that requires grad.
-    return copy.requires_grad_(True).view_as(copy)
+    # differentiable op above it keep it a non-leaf that requires grad, and
+    # a view only if it was one (a view of a leaf may not be written in place).
+    leaf = copy.requires_grad_(True)
+    return leaf.view_as(leaf) if original._is_view() else leaf.clone()

@@ -57,3 +57,17 @@ def test_autograd_standing_is_kept() -> None:
 def test_empty_tensors_alias_nothing() -> None:
     a, b = clone_preserving_aliases([torch.empty(0), torch.empty(0)])
     assert a.numel() == b.numel() == 0
+
+
+def test_a_non_leaf_stays_a_non_leaf_and_keeps_its_view_ness() -> None:
+    leaf = torch.randn(3, requires_grad=True)
+    computed, viewed = (
+        clone_preserving_aliases([leaf * 2])[0],
+        clone_preserving_aliases([leaf[1:]])[0],
+    )
+    for copy in (computed, viewed):
+        assert copy.requires_grad and not copy.is_leaf and copy.grad_fn is not None
+    # Written in place like the original (a view of a leaf could not be).
+    assert not computed._is_view()
+    computed.add_(1)
+    assert viewed._is_view()

@@ -115,15 +115,61 @@ ALIASED_ON_ODD_CALLS = program(
 )
 
 
+# Two separately compiled functions: the second writes the first's output
+# and an input the first read, and returns a view of the first's output.
+CHAINED_STAGES = program(
+    statement("v0 = a0 * 2", defines="v0"),
+    statement("v1 = v0.sum(0)", defines="v1"),
+    statement("v0.add_(1)"),
+    statement("a0.mul_(0.5)"),
+    statement("v2 = v0[0]", defines="v2"),
+    outputs=("v1", "v2"),
+    chain_at=2,
+)
+
+# An argument that requires grad through an op of its own, written in place.
+NON_LEAF_INPUT = program(
+    statement("a0.add_(1)"),
+    statement("v0 = a0 * a0", defines="v0"),
+    outputs=("v0",),
+    inputs=(InputSpec("a0", shape=(2, 3), requires_grad=True, layout="nonleaf"),),
+    schedule="fresh",
+)
+
+LOW_PRECISION_AND_COMPLEX = program(
+    statement("v0 = a0.float() + torch.view_as_real(a1).sum(-1)", defines="v0"),
+    statement("a1.real.mul_(2)"),
+    statement("v1 = a1.imag", defines="v1"),
+    statement("a2.add_(v0.to(a2.dtype))"),
+    outputs=("v0", "v1", "a2"),
+    inputs=(
+        InputSpec("a0", shape=(3,), dtype="float16"),
+        InputSpec("a1", shape=(3,), dtype="complex64"),
+        InputSpec("a2", shape=(3,), dtype="bfloat16"),
+    ),
+)
+
+
 @pytest.mark.parametrize(
     "shape",
     [
+        CHAINED_STAGES,
+        NON_LEAF_INPUT,
+        LOW_PRECISION_AND_COMPLEX,
         GRAPH_BREAK_ACROSS_A_MUTATION,
         CUSTOM_OP_MUTATING_AN_INPUT,
         CUSTOM_OP_UNDER_BACKWARD,
         AUTOGRAD_FUNCTIONS,
     ],
-    ids=["graph_break", "custom_op", "custom_op_backward", "autograd_function"],
+    ids=[
+        "chained",
+        "non_leaf_input",
+        "low_precision_and_complex",
+        "graph_break",
+        "custom_op",
+        "custom_op_backward",
+        "autograd_function",
+    ],
 )
 def test_a_shape_passes_on_a_correct_backend(shape: Program) -> None:
     report = check_source(shape.render(), backend="aot_eager", iters=3)
@@ -137,8 +183,8 @@ def test_a_graph_break_splits_the_program_into_graphs() -> None:
 
 @pytest.mark.parametrize(
     "shape",
-    [GRAPH_BREAK_ACROSS_A_MUTATION, CUSTOM_OP_MUTATING_AN_INPUT],
-    ids=["graph_break", "custom_op"],
+    [GRAPH_BREAK_ACROSS_A_MUTATION, CUSTOM_OP_MUTATING_AN_INPUT, CHAINED_STAGES, NON_LEAF_INPUT],
+    ids=["graph_break", "custom_op", "chained", "non_leaf_input"],
 )
 def test_a_lost_input_mutation_is_caught_through_the_shape(shape: Program) -> None:
     from pytest_cgraph import EquivalenceError
@@ -189,3 +235,42 @@ def test_the_rendered_program_carries_each_definition_it_calls_once() -> None:
     assert set(templates_used(["torch.ops.cgraph.add_one_(x)"])) == {
         TEMPLATES["torch.ops.cgraph.add_one_"].strip("\n")
     }
+
+
+def test_a_chained_program_compiles_each_stage_and_hands_over_what_the_second_reads() -> None:
+    source = CHAINED_STAGES.render()
+    assert "COMPILE = ('stage0', 'stage1')" in source
+    assert "def stage1(a0, v0, v1):" in source  # v2 is the second stage's own
+    assert "    (v0, v1,) = stage0(a0)" in source
+    report = check_source(source, backend="aot_eager", iters=2)
+    assert report.compiles >= 2
+    # One statement kept: nothing to split, one compiled function.
+    single = program(statement("v0 = a0 * 2", defines="v0"), outputs=("v0",), chain_at=1)
+    assert not single.chained and "COMPILE" not in single.render()
+
+
+GRAD_MODE_PROBE = """
+import torch
+
+
+def program(a0):
+    assert torch.is_inference_mode_enabled()
+    return (a0 * 2,)
+
+
+def inputs(k):
+    return (torch.ones(3, requires_grad=True),)
+
+
+GRAD_MODE = {mode!r}
+"""
+
+
+def test_the_ambient_grad_mode_is_around_both_sides_calls() -> None:
+    from pytest_cgraph.oracle.errors import InvalidProgram
+
+    check_source(GRAD_MODE_PROBE.format(mode="inference_mode"), backend="aot_eager", iters=2)
+    with pytest.raises(InvalidProgram):
+        check_source(GRAD_MODE_PROBE.format(mode="grad"), backend="aot_eager", iters=2)
+    drawn = program(statement("v0 = a0 * 2", defines="v0"), outputs=("v0",), grad_mode="no_grad")
+    assert "GRAD_MODE = 'no_grad'" in drawn.render()

@@ -59,6 +59,13 @@ def test_every_op_and_family_is_drawn(sample: list[Program]) -> None:
         "schedule:dynamic",
         "schedule:optimizer",
         "compiled_autograd",
+        "chained_compiles",
+        "grad_mode:no_grad",
+        "grad_mode:inference_mode",
+        "layout:nonleaf",
+        "dtype:float16",
+        "dtype:bfloat16",
+        "dtype:complex64",
     ],
 )
 def test_hazard_features_are_drawn(sample: list[Program], feature: str) -> None:
