@@ -1,9 +1,11 @@
 """Program shapes that stress the compile path beyond one graph of plain ops.
 
 One scenario per hazard class the generator draws: several graphs per
-program, custom autograd Functions and custom ops, an optimizer stepping
-between calls, inputs that overlap at an offset. Each is a model author's
-check that eager and compiled agree.
+program and several compiled functions, custom autograd Functions and
+custom ops, an optimizer stepping between calls, inputs that overlap at an
+offset, inputs that require grad without being leaves, low-precision and
+complex values, an ambient inference mode. Each is a model author's check
+that eager and compiled agree.
 """
 
 from __future__ import annotations
@@ -81,3 +83,59 @@ def test_inputs_overlapping_at_an_offset(cgraph):
 
     base = torch.randn(5)
     cgraph.check(model, base[1:4], base[:3])
+
+
+def test_an_input_that_requires_grad_but_is_not_a_leaf(cgraph):
+    # An activation handed over from an earlier stage of a model (a new one
+    # each call), written in place.
+    def model(x):
+        x.mul_(2)
+        return x.sin()
+
+    cgraph.check(model, fresh_args=lambda k: (torch.randn(3, requires_grad=True) * k,))
+
+
+def test_low_precision_inputs_and_complex_views(cgraph):
+    def model(h, c):
+        c.real.add_(1)
+        return h * 2, torch.view_as_real(c).sum(-1), c.imag
+
+    cgraph.check(model, torch.randn(3).half(), torch.randn(3, dtype=torch.complex64))
+
+
+# The protocol of repro files says what a function cannot: two functions
+# compiled separately, the second writing the first's output.
+TWO_COMPILED_STAGES = """
+import torch
+
+
+def stage0(x):
+    return (x * 2,)
+
+
+def stage1(x, y):
+    y.add_(1)
+    return (y.sum(), x * y)
+
+
+def program(x):
+    (y,) = stage0(x)
+    return stage1(x, y)
+
+
+def inputs(k):
+    return (torch.randn(3, generator=torch.Generator().manual_seed(k)),)
+
+
+COMPILE = ("stage0", "stage1")
+"""
+
+
+def test_two_compiled_functions_chained(cgraph):
+    report = cgraph.check_source(TWO_COMPILED_STAGES)
+    assert report.compiles >= 2
+
+
+def test_inference_mode_around_every_call(cgraph):
+    source = TWO_COMPILED_STAGES + 'GRAD_MODE = "inference_mode"\n'
+    cgraph.check_source(source.replace('COMPILE = ("stage0", "stage1")', ""))

@@ -34,6 +34,22 @@ class CgraphChecker:
         self.reports.append(report)
         return report
 
+    def check_source(self, source: str, /, **kwargs: Any) -> CheckReport:
+        """Check a program's source (a repro file's program) with the session's backend.
+
+        The source follows the program-source protocol, so it can say what a
+        function cannot: several separately compiled functions (``COMPILE``),
+        an ambient grad mode (``GRAD_MODE``), arguments rebuilt per call.
+        """
+        from pytest_cgraph.runner import check_source
+
+        kwargs.setdefault("backend", self.options.backend)
+        kwargs.setdefault("device", self.device)
+        __tracebackhide__ = True
+        report = check_source(source, **kwargs)
+        self.reports.append(report)
+        return report
+
 
 @pytest.fixture
 def cgraph(request: pytest.FixtureRequest) -> CgraphChecker:

@@ -241,7 +241,9 @@ def _tensor_spec(
     if layout == "transposed" and len(shape) < 2:
         layout = "contiguous"
     if layout == "nonleaf":
-        if role != "argument":
+        # Built anew each call, as activations are: reused, its history
+        # would be backpropagated through again by the next call.
+        if role != "argument" or schedule not in ("fresh", "dynamic"):
             layout = "contiguous"
         else:
             dtype = dtype if dtype in _DIFFERENTIABLE else "float32"
