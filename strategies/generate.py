@@ -191,7 +191,7 @@ def _origin_of(spec: InputSpec) -> str:
 @st.composite
 def _input_specs(draw: Any, family: str, max_inputs: int, schedule: str) -> tuple[InputSpec, ...]:
     roles = _ROLES_BY_FAMILY.get(family, ROLES)
-    specs: list[InputSpec] = [draw(_tensor_spec(family, "argument", 0, ()))]
+    specs: list[InputSpec] = [draw(_tensor_spec(family, "argument", 0, (), schedule))]
     while len(specs) < max_inputs and draw(st.booleans()):
         role = draw(st.sampled_from(roles))
         specs.append(draw(_tensor_spec(family, role, len(specs), tuple(specs), schedule)))
@@ -219,8 +219,11 @@ def _tensor_spec(
         return InputSpec(name, role, shape, "float32", requires_grad=True)
     dtype = draw(st.sampled_from(_DTYPES)) if draw(st.integers(0, 3)) == 3 else "float32"
     layout = draw(st.sampled_from(LAYOUTS))
-    if layout == "alias_sometimes" and schedule not in ("fresh", "dynamic"):
-        layout = "alias"  # inputs are built once: aliased on every call
+    if schedule not in ("fresh", "dynamic"):
+        if layout == "alias_sometimes":
+            layout = "alias"  # inputs are built once: aliased on every call
+    elif layout == "alias" and draw(st.booleans()):
+        layout = "alias_sometimes"  # rebuilt each call: alias only on some
     alias_of = None
     if layout.startswith("alias"):
         start = 1 if layout == "alias_offset" else 0
