@@ -45,9 +45,18 @@ def overlay(tree: Path, into: Path) -> Path:
 
 
 def campaign(
-    tree: Path, backend: str, minutes: float, workers: int, seed: int, keep: Path | None
+    tree: Path,
+    backend: str,
+    minutes: float,
+    workers: int,
+    seed: int,
+    keep: Path | None,
+    examples: int | None = None,
 ) -> dict:
-    """Run one time-boxed campaign; return its JSON report and wall time.
+    """Run one time-boxed campaign (or one of ``examples`` programs per item).
+
+    Returns its JSON report and wall time. A budget in programs is what to
+    compare on a loaded machine: its findings do not depend on the load.
 
     With ``keep``, the repro files and the report are copied there to triage.
     """
@@ -69,8 +78,11 @@ def campaign(
             "no:cacheprovider",
             "--cgraph",
             f"--cgraph-backend={backend}",
-            f"--cgraph-duration={per_item}s",
-            "--cgraph-examples=1000000",
+            *(
+                [f"--cgraph-examples={examples}"]
+                if examples
+                else [f"--cgraph-duration={per_item}s", "--cgraph-examples=1000000"]
+            ),
             f"--cgraph-seed={seed}",
             "--cgraph-no-baseline",
             "--cgraph-report=report.json",
@@ -110,6 +122,7 @@ def describe(label: str, backend: str, report: dict) -> list[str]:
     lines = [
         f"{label:<8} {backend:<11} {report['programs']:>8} {len(found):>10}"
         f" {len(found) / hours:>9.1f} {report['wall']:>7.0f}"
+        f" {1000 * len(found) / max(report['programs'], 1):>9.1f}"
     ]
     for failure in found:
         lines.append(
@@ -129,21 +142,35 @@ def main() -> None:
     parser.add_argument("--after", type=Path, default=ROOT, help="default: this checkout")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here too")
     parser.add_argument("--keep", type=Path, default=None, help="keep repros and reports here")
+    parser.add_argument(
+        "--examples",
+        type=int,
+        default=None,
+        help="programs per item instead of --minutes (findings independent of the load)",
+    )
     options = parser.parse_args()
     trees = [("before", options.before)] if options.before else []
     trees.append(("after", options.after))
-    print(
-        f"yield: {options.minutes:g} min per campaign, -n {options.workers}, seed {options.seed},"
-        " baseline off"
+    budget = (
+        f"{options.examples} programs per item"
+        if options.examples
+        else f"{options.minutes:g} min per campaign"
     )
-    header = ("tree", "backend", "programs", "signatures", "per hour", "wall s")
-    print("{:<8} {:<11} {:>8} {:>10} {:>9} {:>7}".format(*header))
+    print(f"yield: {budget}, -n {options.workers}, seed {options.seed}, baseline off")
+    header = ("tree", "backend", "programs", "signatures", "per hour", "wall s", "per 1k")
+    print("{:<8} {:<11} {:>8} {:>10} {:>9} {:>7} {:>9}".format(*header))
     results = []
     for backend in options.backends.split(","):
         for label, tree in trees:
             keep = options.keep / f"{label}-{backend}" if options.keep else None
             report = campaign(
-                tree.resolve(), backend, options.minutes, options.workers, options.seed, keep
+                tree.resolve(),
+                backend,
+                options.minutes,
+                options.workers,
+                options.seed,
+                keep,
+                options.examples,
             )
             print("\n".join(describe(label, backend, report)), flush=True)
             results.append(
