@@ -40,3 +40,25 @@ def test_a_single_op_shrinks_to_one_statement_and_one_input() -> None:
     assert [s.op for s in minimal.statements] == ["dropout"]
     assert len(minimal.inputs) == 1
     assert minimal.inputs[0].shape == (1,)
+
+
+def test_two_chained_compiled_functions_shrink_to_two_statements_in_default_grad_mode() -> None:
+    minimal = find(
+        programs(families=("mutation",)),
+        lambda p: p.chained and "inplace_on_input" in p.all_features(),
+        settings=QUIET,
+    )
+    assert len(minimal.statements) <= 2, minimal.render()
+    assert minimal.grad_mode == "grad", minimal.render()
+    assert largest_side(minimal) <= 2, minimal.render()
+
+
+def test_a_non_leaf_input_under_an_ambient_grad_mode_shrinks_to_one_input() -> None:
+    minimal = find(
+        programs(families=("mixed",)),
+        lambda p: p.grad_mode != "grad" and "layout:nonleaf" in p.all_features(),
+        settings=QUIET,
+    )
+    assert len(minimal.inputs) == 1 and len(minimal.statements) <= 1, minimal.render()
+    assert minimal.schedule in ("fresh", "dynamic"), minimal.render()
+    assert minimal.grad_mode == "no_grad", minimal.render()  # the simpler of the two
