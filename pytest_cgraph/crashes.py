@@ -20,7 +20,7 @@ import pytest
 from pytest_cgraph import session
 from pytest_cgraph.failures import Failure, Outcome
 from pytest_cgraph.guard import DeadProgram, inflight_path, read_dead_program, stale_records
-from pytest_cgraph.options import CgraphOptions
+from pytest_cgraph.options import OPTIONS_KEY, CgraphOptions
 from pytest_cgraph.stats import REPORT_KEY, RunStats
 
 
@@ -71,8 +71,6 @@ def forget(record: Path) -> None:
 
 def handle_crashed_item(config: pytest.Config, nodeid: str, report: pytest.TestReport) -> None:
     """xdist's worker died running ``nodeid``: report the program it was checking."""
-    from pytest_cgraph.options import OPTIONS_KEY
-
     options = config.stash[OPTIONS_KEY]
     record = inflight_path(options.repro_dir, nodeid)
     dead = read_dead_program(record)
