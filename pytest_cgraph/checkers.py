@@ -24,7 +24,6 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from pytest_cgraph.failures import Case, Outcome, Verdict
-from pytest_cgraph.guard import describe_exit
 
 if TYPE_CHECKING:
     from pytest_cgraph.guard import InFlight
@@ -112,9 +111,7 @@ class IsolatedChecker:
         try:
             outcome: Outcome = connection.recv()
         except (EOFError, ConnectionError):
-            how = self._death()
-            cause = how.rsplit(" ", 1)[-1] if how.startswith("killed by") else "exit"
-            return Outcome.died(how, cause)
+            return Outcome.exited(self._death())
         return outcome
 
     def close(self) -> None:
@@ -146,10 +143,12 @@ class IsolatedChecker:
         """The current child's process id (for memory readings), if one runs."""
         return self._process.pid if self._process is not None else None
 
-    def _death(self) -> str:
+    def _death(self) -> int | None:
+        """The dead child's exit code (``None`` if it has not exited after all)."""
         self._process.join(timeout=10)
         self._connection = None
-        return describe_exit(self._process.exitcode)
+        exitcode: int | None = self._process.exitcode
+        return exitcode
 
     def _kill(self) -> None:
         if self._process is not None and self._process.is_alive():
