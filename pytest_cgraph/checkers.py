@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_cgraph.failures import Case, Outcome, Verdict
 
@@ -55,6 +55,14 @@ def check_case(case: Case) -> Outcome:
     except EquivalenceError as error:
         return Outcome(Verdict.FAIL, error.difference)
     return Outcome(Verdict.PASS, report=report)
+
+
+class Checker(Protocol):
+    """What the campaign checks programs with: either checker below."""
+
+    def check(self, case: Case) -> Outcome:
+        """Check ``case``; every way the program can end is an :class:`Outcome`."""
+        ...
 
 
 class InProcessChecker:
