@@ -150,8 +150,9 @@ def test_what_the_function_names_is_carried_along() -> None:
     assert "SCALE = 3.0" in source and "DTYPE = torch.float64" in source
     assert "class Affine(torch.nn.Module):" in source and "def scaled(x" in source
     assert "RTOL = 0.1" in source
-    # renamed so that pytest does not collect the copy from a repro file
-    assert "def uses_the_module(" in source
+    # Only a test* function is renamed (pytest would collect it from a repro file).
+    assert "def uses_the_module(" in source and "def _uses_the_module(" not in source
+    assert "    return uses_the_module(x=x, n=n)" in source
     namespace = load_source(source, "<standalone test>")
     torch.testing.assert_close(namespace["program"](*namespace["inputs"](1)), uses_the_module(x, 2))
 
