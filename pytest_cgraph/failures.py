@@ -4,7 +4,9 @@
   iterations, time limit, where it came from). It is also the in-flight
   record a process leaves while checking it.
 - :class:`Outcome`: what checking a case gave — a :class:`Verdict`, and the
-  oracle's :class:`~pytest_cgraph.oracle.compare.Difference` when it failed.
+  oracle's :class:`~pytest_cgraph.oracle.difference.Difference` when it failed;
+  a hang and a dead process get theirs here (:func:`hang`, :func:`death`),
+  built from a time limit or an exit code, never from words.
 - :class:`Failure`: a case and its difference, the one record carried
   unchanged through the campaign, marker, crash and repro paths; its
   :class:`ReproResult` is attached once the repro is written.
