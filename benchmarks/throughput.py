@@ -45,13 +45,14 @@ BARE_LOOP = r"""
 import json, sys, time, warnings
 import torch
 import torch.utils._pytree as pytree
+from pytest_cgraph.oracle.protocol import ProgramSpec
 
 warnings.simplefilter("ignore")
 backend, path, lean = sys.argv[1], sys.argv[2], sys.argv[3] == "lean"
 sources = [json.loads(line) for line in open(path)]
 MODES = ("reduce-overhead", "max-autotune")
 if lean:  # the two torch telemetry costs the harness skips, skipped here too
-    from pytest_cgraph.backends import drop_idle_trace_handler
+    from pytest_cgraph.oracle.compiling import drop_idle_trace_handler
     import torch._dynamo.guards
     drop_idle_trace_handler()
     torch._dynamo.guards.profile_guard_manager = lambda *args, **kwargs: 0.0
@@ -60,14 +61,14 @@ if lean:  # the two torch telemetry costs the harness skips, skipped here too
 def run(source):
     namespace = {"__name__": "bare"}
     exec(compile(source, "<bare>", "exec"), namespace)
-    program, inputs = namespace["program"], namespace["inputs"]
-    fresh = namespace.get("FRESH_INPUTS", False)
+    spec = ProgramSpec.of(namespace)  # the protocol's names, read as the oracle reads them
+    program, inputs, fresh = spec.program, spec.inputs, spec.fresh_inputs
     compiled = (
         torch.compile(program, mode=backend) if backend in MODES
         else torch.compile(program, backend=backend)
     )
     args = inputs(1)
-    for k in range(1, namespace.get("ITERS", 5) + 1):
+    for k in range(1, spec.iters + 1):
         if fresh:
             args = inputs(k)
         torch.manual_seed(k)

@@ -14,19 +14,19 @@ from __future__ import annotations
 import sys
 import time
 import zlib
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_cgraph import session
 from pytest_cgraph.failures import Case, Failure, ReproResult, ReproStatus, Verdict
-from pytest_cgraph.hunt import STALL_AFTER
+from pytest_cgraph.hunt import STALL_AFTER, Budget, Hunt
 from pytest_cgraph.options import CgraphOptions
 
 if TYPE_CHECKING:
-    from pytest_cgraph.checkers import InProcessChecker, IsolatedChecker
-    from pytest_cgraph.hunt import Hunt
+    from pytest_cgraph.checkers import Checker
 
 #: Seconds between progress lines of a running item (with ``-v``).
 PROGRESS_SECONDS = 15.0
@@ -64,47 +64,52 @@ class CampaignItem(pytest.Item):
         return (self.campaign_seed ^ zlib.crc32(self.nodeid.encode())) & 0xFFFFFFFF
 
     def runtest(self) -> None:
-        from pytest_cgraph.hunt import Budget, Hunt
         from pytest_cgraph.strategies import programs
 
         stats = session.stats_of(self)
         stats.campaign = True
         options = self.options
-        checker = self._checker()
         started = time.perf_counter()
-        hunt = Hunt(
-            family=self.family,
-            strategy=programs(families=(self.family,), iters=options.iters),
-            check=checker.check,
-            case_of=self._case_of,
-            record=lambda failure: self._record(failure, checker),
-            registry=session.registry(self.config),
-            layer_of=_layer_of,
-            budget=Budget(options.examples, options.duration, options.shrink_seconds),
-            stats=stats,
-            strict=options.strict,
-            seed=self.item_seed,
-            database_key=self.nodeid.encode(),
-            progress=self._progress,
-        )
-        try:
-            found = hunt.run()
-        finally:
-            if not options.isolate:
-                checker.close()
-            stats.seconds += time.perf_counter() - started
+        with self._checker() as checker:
+            hunt = Hunt(
+                family=self.family,
+                strategy=programs(families=(self.family,), iters=options.iters),
+                check=checker.check,
+                case_of=self._case_of,
+                record=lambda failure: self._record(failure, checker),
+                registry=session.registry(self.config),
+                layer_of=_layer_of,
+                budget=Budget(options.examples, options.duration, options.shrink_seconds),
+                stats=stats,
+                strict=options.strict,
+                seed=self.item_seed,
+                database_key=self.nodeid.encode(),
+                progress=self._progress,
+            )
+            try:
+                found = hunt.run()
+            finally:
+                stats.seconds += time.perf_counter() - started
         if found:
             verbose = self.config.get_verbosity() > 0
             raise NewBugsFound(self.family, found, hunt.stalled, verbose)
 
-    def _checker(self) -> InProcessChecker | IsolatedChecker:
+    @contextmanager
+    def _checker(self) -> Iterator[Checker]:
+        """The item's checker: the session's isolated child (closed with the session), or
+        one in this process whose in-flight record goes when the item ends."""
         from pytest_cgraph.checkers import InProcessChecker
         from pytest_cgraph.guard import InFlight
 
         if self.options.isolate:
-            return session.isolated_checker(self.config)
+            yield session.isolated_checker(self.config)
+            return
         inflight = InFlight(self.options.repro_dir, self.nodeid)
-        return InProcessChecker(inflight, self.options.timeout)
+        checker = InProcessChecker(inflight, self.options.timeout)
+        try:
+            yield checker
+        finally:
+            checker.close()
 
     def _case_of(self, program: Any, source: str) -> Case:
         return Case(
@@ -121,7 +126,7 @@ class CampaignItem(pytest.Item):
             setup_modules=session.plugin_modules(self.config),
         )
 
-    def _record(self, failure: Failure, checker: InProcessChecker | IsolatedChecker) -> Failure:
+    def _record(self, failure: Failure, checker: Checker) -> Failure:
         """Replay the shrunk failure once more, then write its repro.
 
         A failure whose replay passes (or fails otherwise) is flaky: no repro

@@ -21,10 +21,9 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_cgraph.failures import Case, Outcome, Verdict
-from pytest_cgraph.guard import describe_exit
 
 if TYPE_CHECKING:
     from pytest_cgraph.guard import InFlight
@@ -56,6 +55,14 @@ def check_case(case: Case) -> Outcome:
     except EquivalenceError as error:
         return Outcome(Verdict.FAIL, error.difference)
     return Outcome(Verdict.PASS, report=report)
+
+
+class Checker(Protocol):
+    """What the campaign checks programs with: either checker below."""
+
+    def check(self, case: Case) -> Outcome:
+        """Check ``case``; every way the program can end is an :class:`Outcome`."""
+        ...
 
 
 class InProcessChecker:
@@ -112,9 +119,7 @@ class IsolatedChecker:
         try:
             outcome: Outcome = connection.recv()
         except (EOFError, ConnectionError):
-            how = self._death()
-            cause = how.rsplit(" ", 1)[-1] if how.startswith("killed by") else "exit"
-            return Outcome.died(how, cause)
+            return Outcome.exited(self._death())
         return outcome
 
     def close(self) -> None:
@@ -146,10 +151,12 @@ class IsolatedChecker:
         """The current child's process id (for memory readings), if one runs."""
         return self._process.pid if self._process is not None else None
 
-    def _death(self) -> str:
+    def _death(self) -> int | None:
+        """The dead child's exit code (``None`` if it has not exited after all)."""
         self._process.join(timeout=10)
         self._connection = None
-        return describe_exit(self._process.exitcode)
+        exitcode: int | None = self._process.exitcode
+        return exitcode
 
     def _kill(self) -> None:
         if self._process is not None and self._process.is_alive():

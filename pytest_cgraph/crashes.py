@@ -10,17 +10,21 @@ what the campaign was checking when the process died is not lost.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_cgraph import session
-from pytest_cgraph.failures import Failure, Outcome
-from pytest_cgraph.guard import DeadProgram, inflight_path, read_dead_program, stale_records
-from pytest_cgraph.options import CgraphOptions
+from pytest_cgraph.failures import Failure
+from pytest_cgraph.guard import (
+    DeadProgram,
+    inflight_path,
+    read_dead_program,
+    remove_record,
+    stale_records,
+)
+from pytest_cgraph.options import OPTIONS_KEY, CgraphOptions
 from pytest_cgraph.stats import REPORT_KEY, RunStats
 
 
@@ -30,18 +34,7 @@ def report_dead_program(
     """Write the dead program's repro; the failure's text and the failure."""
     from pytest_cgraph.repro import make_repro
 
-    if dead.timed_out:
-        outcome = Outcome.timed_out(dead.case.timeout)
-        difference = outcome.difference
-        assert difference is not None
-        difference = dataclasses.replace(
-            difference, detail=f"it ran past the hard limit and {cause} ended it"
-        )
-    else:
-        outcome = Outcome.died(cause, "died")
-        difference = outcome.difference
-        assert difference is not None
-    failure = make_repro(Failure(dead.case, difference), options.repro_dir)
+    failure = make_repro(dead.failure(cause), options.repro_dir)
     stacks = (
         f"\n\nstack at the hard time limit (most recent call first):\n{_main_stack(dead.stacks)}"
         if dead.timed_out
@@ -61,25 +54,15 @@ def _main_stack(stacks: str, lines: int = 20) -> str:
     return "\n".join(main[: lines + 1] + (["  ..."] if len(main) > lines + 1 else []))
 
 
-def forget(record: Path) -> None:
-    """Remove a record once it has been reported."""
-    for path in (record, record.with_suffix(".stacks")):
-        path.unlink(missing_ok=True)
-    with contextlib.suppress(OSError):  # only if no other record is in it
-        record.parent.rmdir()
-
-
 def handle_crashed_item(config: pytest.Config, nodeid: str, report: pytest.TestReport) -> None:
     """xdist's worker died running ``nodeid``: report the program it was checking."""
-    from pytest_cgraph.options import OPTIONS_KEY
-
     options = config.stash[OPTIONS_KEY]
     record = inflight_path(options.repro_dir, nodeid)
     dead = read_dead_program(record)
     if dead is None:
         return  # not a campaign item, or it died between programs: xdist's report stands
     text, failure = report_dead_program(dead, options, f"the worker died ({report.longrepr})")
-    forget(record)
+    dead.forget()
     report.longrepr = text
     report.__dict__[REPORT_KEY] = RunStats(failures=[failure]).to_json()
 
@@ -96,11 +79,11 @@ class DiedItem(pytest.Item):
     def runtest(self) -> None:
         dead = read_dead_program(self.record)
         if dead is None:
-            forget(self.record)
+            remove_record(self.record)
             return  # unreadable: nothing to report, nothing to keep
         text, failure = report_dead_program(dead, self.options, "the previous run's process died")
         session.stats_of(self).failures.append(failure)
-        forget(self.record)
+        dead.forget()
         raise DeadProgramFound(text)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:

@@ -4,7 +4,9 @@
   iterations, time limit, where it came from). It is also the in-flight
   record a process leaves while checking it.
 - :class:`Outcome`: what checking a case gave — a :class:`Verdict`, and the
-  oracle's :class:`~pytest_cgraph.oracle.compare.Difference` when it failed.
+  oracle's :class:`~pytest_cgraph.oracle.difference.Difference` when it failed;
+  a hang and a dead process get theirs here (:func:`hang`, :func:`death`),
+  built from a time limit or an exit code, never from words.
 - :class:`Failure`: a case and its difference, the one record carried
   unchanged through the campaign, marker, crash and repro paths; its
   :class:`ReproResult` is attached once the repro is written.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import signal
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -85,19 +88,68 @@ class Outcome:
     @classmethod
     def timed_out(cls, seconds: float | None) -> Outcome:
         """The program ran past the ``seconds`` limit."""
-        limit = f"the {seconds:g} s time limit" if seconds else "its time limit"
-        return cls(
-            Verdict.TIMEOUT,
-            Difference(Kind.TIMEOUT, 0, Place(Role.PROGRAM), detail=f"it ran longer than {limit}"),
-        )
+        return cls(Verdict.TIMEOUT, hang(seconds))
 
     @classmethod
-    def died(cls, how: str, cause: str) -> Outcome:
-        """The process checking it died; ``cause`` names how (``SIGSEGV``, ``exit``)."""
-        return cls(
-            Verdict.DIED,
-            Difference(Kind.CRASH, 0, Place(Role.PROCESS), detail=how, exception_type=cause),
-        )
+    def exited(cls, exitcode: int | None) -> Outcome:
+        """The process checking it ended with ``exitcode`` (negative: killed by that signal)."""
+        return cls(Verdict.DIED, death(describe_exit(exitcode), exit_signal(exitcode) or EXITED))
+
+
+#: The cause of a death that exited rather than being killed by a signal.
+EXITED = "exit"
+
+#: The cause of a death nobody saw (only its in-flight record is left): the
+#: repro's own run names the signal, where one kills it.
+UNSEEN = "died"
+
+
+def hang(seconds: float | None, detail: str | None = None) -> Difference:
+    """A program that ran past its time limit of ``seconds``; ``detail`` says how it ended."""
+    limit = f"the {seconds:g} s time limit" if seconds else "its time limit"
+    return Difference(
+        Kind.TIMEOUT, 0, Place(Role.PROGRAM), detail=detail or f"it ran longer than {limit}"
+    )
+
+
+def death(how: str, cause: str = UNSEEN) -> Difference:
+    """A dead process; ``how`` in words, ``cause`` (a signal's name, ``exit``) for the signature."""
+    return Difference(Kind.CRASH, 0, Place(Role.PROCESS), detail=how, exception_type=cause)
+
+
+#: Signatures of failures that end their process: a repro file, which names
+#: its failure by signature alone, is replayed in a subprocess when it has one.
+_HANG_SIGNATURE = hang(None).signature
+_DEATH_SIGNATURE = Difference(Kind.CRASH, 0, Place(Role.PROCESS)).signature
+
+
+def is_hang(signature: str) -> bool:
+    """The signature names a program that ran past its time limit."""
+    return signature == _HANG_SIGNATURE or signature.startswith(f"{_HANG_SIGNATURE}-")
+
+
+def ends_process(signature: str) -> bool:
+    """The signature names a hang or a dead process (:attr:`Difference.ends_process`)."""
+    return is_hang(signature) or signature.startswith(f"{_DEATH_SIGNATURE}-")
+
+
+def exit_signal(exitcode: int | None) -> str | None:
+    """The name of the signal that killed a process (``SIGSEGV``), or ``None``."""
+    if exitcode is None or exitcode >= 0:
+        return None
+    try:
+        return signal.Signals(-exitcode).name
+    except ValueError:
+        return f"signal {-exitcode}"
+
+
+def describe_exit(exitcode: int | None) -> str:
+    """``killed by SIGSEGV``, ``exited with status 3``: how a process ended."""
+    if exitcode is None:
+        return "did not exit"
+    if exitcode < 0:
+        return f"killed by {exit_signal(exitcode)}"
+    return f"exited with status {exitcode}"
 
 
 class ReproStatus(str, enum.Enum):

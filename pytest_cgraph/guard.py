@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from pytest_cgraph.failures import Case
+from pytest_cgraph.failures import Case, Failure, death, hang
 
 INFLIGHT_DIR = ".cgraph-inflight"
 
@@ -140,15 +140,21 @@ class InFlight:
         if self._stacks is not None:
             self._stacks.close()
             self._stacks = None
-        for path in (self.path, self.stacks_path):
-            path.unlink(missing_ok=True)
-        # Leave no empty directory behind that this record made.
-        made = [self.path.parent] + ([self.path.parent.parent] if self._made_repro_dir else [])
-        for directory in made:
-            try:
-                directory.rmdir()
-            except OSError:
-                break  # not empty (or already gone): leave it
+        remove_record(self.path, with_repro_dir=self._made_repro_dir)
+
+
+def remove_record(record: Path, with_repro_dir: bool = False) -> None:
+    """Remove an in-flight record, its stacks, and its directory once no other record is in it
+    (and the repro dir too, ``with_repro_dir``, when the record made it): a run leaves no
+    empty directory behind."""
+    for path in (record, record.with_suffix(".stacks")):
+        path.unlink(missing_ok=True)
+    made = [record.parent] + ([record.parent.parent] if with_repro_dir else [])
+    for directory in made:
+        try:
+            directory.rmdir()
+        except OSError:
+            break  # not empty (or already gone): leave it
 
 
 @dataclass(frozen=True)
@@ -160,6 +166,18 @@ class DeadProgram:
     timed_out: bool
     stacks: str
     record: Path
+
+    def failure(self, cause: str) -> Failure:
+        """The program as a failure: a hang if the watchdog ended it, else a death;
+        ``cause`` says who saw the process end."""
+        if self.timed_out:
+            detail = f"it ran past the hard limit and {cause} ended it"
+            return Failure(self.case, hang(self.case.timeout, detail))
+        return Failure(self.case, death(cause))
+
+    def forget(self) -> None:
+        """Remove the record once it has been reported."""
+        remove_record(self.record)
 
 
 def read_dead_program(record: Path) -> DeadProgram | None:
@@ -197,15 +215,3 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def describe_exit(exitcode: int | None) -> str:
-    """``killed by SIGSEGV``, ``exited with status 3``: how a process ended."""
-    if exitcode is None:
-        return "did not exit"
-    if exitcode < 0:
-        try:
-            return f"killed by {signal.Signals(-exitcode).name}"
-        except ValueError:
-            return f"killed by signal {-exitcode}"
-    return f"exited with status {exitcode}"

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_cgraph.failures import Case, Failure, Outcome, Verdict
+from pytest_cgraph.oracle.difference import Difference
 from pytest_cgraph.registry import KnownBug, Registry, program_ops
 from pytest_cgraph.stats import RunStats
 
@@ -213,24 +214,15 @@ class Hunt:
             self.progress(self)
 
     def _judge(self, case: Case, outcome: Outcome) -> Failure | None:
+        """A new failure, or ``None``: passed, invalid, or one already known or found."""
         if outcome.verdict is Verdict.ERROR:
             raise HarnessError(f"pytest-cgraph's check itself failed: {outcome.reason}")
-        if outcome.verdict is Verdict.INVALID:
-            self.ends_in_a_row = 0
-            self.stats.count_invalid(outcome.reason)
-            return None
-        if outcome.verdict is Verdict.PASS:
-            self.ends_in_a_row = 0
-            report = outcome.report
-            if report is not None:
-                self.stats.count_report(
-                    report.compiles, report.graphs_captured, report.skip_reasons
-                )
-            return None
         difference = outcome.difference
-        assert difference is not None
-        known = None if self.strict else self._known(difference, case)
-        self.stats.count_hit(difference.signature, str(known.path) if known else None)
+        known = None if difference is None or self.strict else self._known(difference, case)
+        self.stats.count_outcome(outcome, str(known.path) if known is not None else None)
+        if difference is None:
+            self.ends_in_a_row = 0
+            return None
         if known is not None or difference.signature in self.new:
             self.known_hits += 1
             self.ends_in_a_row = self.ends_in_a_row + 1 if difference.ends_process else 0
@@ -238,7 +230,7 @@ class Hunt:
         self.ends_in_a_row = 0
         return Failure(case, difference)
 
-    def _known(self, difference: Any, case: Case) -> KnownBug | None:
+    def _known(self, difference: Difference, case: Case) -> KnownBug | None:
         def layer() -> str | None:
             if case.source not in self._layers:
                 self._layers[case.source] = self.layer_of(case)

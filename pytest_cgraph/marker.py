@@ -93,6 +93,19 @@ def _failed(message: str) -> BaseException:
     return pytest.fail.Exception(message, pytrace=False)
 
 
+@dataclass(frozen=True)
+class FailedCall:
+    """A call of the test function that differed: what a repro is written from.
+
+    ``values`` are the caller's arguments, untouched: the check copied them.
+    """
+
+    error: EquivalenceError
+    function: Callable[..., Any]
+    names: list[str]
+    values: list[Any]
+
+
 @dataclass
 class MarkedRun:
     """One marked test's run: its settings, and the last failing call (for the repro)."""
@@ -100,7 +113,7 @@ class MarkedRun:
     item: pytest.Function
     settings: MarkerSettings
     options: CgraphOptions
-    failed_call: tuple[EquivalenceError, Callable[..., Any], list[str], list[Any]] | None = None
+    failed_call: FailedCall | None = None
 
     @property
     def iters(self) -> int:
@@ -154,10 +167,9 @@ class MarkedRun:
         except ConfigurationError as error:
             raise _failed(f"{self.item.nodeid}: {error}") from None
         except EquivalenceError as error:
-            # The arguments are the caller's, untouched: the check copied them.
-            self.failed_call = (error, function, names, values)
+            self.failed_call = FailedCall(error, function, names, values)
             raise
-        stats.count_report(report.compiles, report.graphs_captured, report.skip_reasons)
+        stats.count_report(report)
         if report.tensor_outputs == 0:
             self._no_tensors(None)
 
@@ -173,28 +185,27 @@ class MarkedRun:
         from pytest_cgraph.repro import make_repro
         from pytest_cgraph.standalone import NotInlinable, program_source
 
-        assert self.failed_call is not None
-        error, function, names, values = self.failed_call
+        call = self.failed_call
+        assert call is not None
+        device = session.device(self.item.config)
         try:
             backend = _backend_name(self.backend)
             source, size = program_source(
-                function, names, values, self.iters, self.settings.rtol, self.settings.atol
+                call.function,
+                call.names,
+                call.values,
+                self.iters,
+                self.settings.rtol,
+                self.settings.atol,
             )
         except NotInlinable as reason:
-            case = Case(
-                "",
-                str(self.backend),
-                session.device(self.item.config),
-                self.iters,
-                nodeid=self.item.nodeid,
-            )
-            return Failure(
-                case, error.difference, ReproResult(ReproStatus.NOT_INLINABLE, detail=str(reason))
-            )
+            unwritten = Case("", str(self.backend), device, self.iters, nodeid=self.item.nodeid)
+            repro = ReproResult(ReproStatus.NOT_INLINABLE, detail=str(reason))
+            return Failure(unwritten, call.error.difference, repro)
         case = Case(
             source=source,
             backend=backend,
-            device=session.device(self.item.config),
+            device=device,
             iters=self.iters,
             family="marker",
             nodeid=self.item.nodeid,
@@ -202,7 +213,7 @@ class MarkedRun:
             setup_modules=session.plugin_modules(self.item.config),
             replay=f"pytest --cgraph '{self.item.nodeid}'",
         )
-        return make_repro(Failure(case, error.difference), self.options.repro_dir)
+        return make_repro(Failure(case, call.error.difference), self.options.repro_dir)
 
 
 def run_marked(item: pytest.Function, settings: MarkerSettings) -> None:

@@ -23,13 +23,24 @@ import subprocess
 import sys
 import tempfile
 import types
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pytest_cgraph.failures import Case, Failure, ReproResult, ReproStatus
-from pytest_cgraph.guard import describe_exit
+from pytest_cgraph.failures import (
+    UNSEEN,
+    Case,
+    Failure,
+    ReproResult,
+    ReproStatus,
+    describe_exit,
+    ends_process,
+    exit_signal,
+    is_hang,
+)
 from pytest_cgraph.oracle import MODULES
+from pytest_cgraph.oracle.difference import Kind
 from pytest_cgraph.registry import BASE_SIGNATURE, LAYER, MARKER_LINE, SIZE, header_value
 
 #: Kept beside the repro files while one is written: serialises writers.
@@ -132,7 +143,7 @@ def render(failure: Failure, layer: str | None, cudagraph_specific: bool) -> str
         "or pytest THIS_FILE",
     ]
     modules = list(dict.fromkeys([*case.setup_modules, *_backend_module(case.backend)]))
-    timeout = case.timeout if difference.kind.value == "timeout" else None
+    timeout = case.timeout if difference.kind is Kind.TIMEOUT else None
     test_name = "test_" + re.sub(r"\W", "_", full).lower()
     return f"""{chr(10).join(header)}
 from __future__ import annotations
@@ -209,15 +220,30 @@ def run_script(script: Path, limit: float) -> subprocess.CompletedProcess[str] |
         return None
 
 
-def reproduces_in_subprocess(text: str, failure: Failure) -> tuple[str | None, str]:
-    """Run the rendered file as ``python FILE``: (how it failed, or None; why not)."""
+@dataclass(frozen=True)
+class ScriptRun:
+    """How ``python FILE`` ended: the line that says it reproduced (``None``: it did not,
+    and ``why_not`` says what it did instead), and the signal that killed it, if one did."""
+
+    reproduced: str | None
+    why_not: str = ""
+    signal: str | None = None
+
+
+def reproduces_in_subprocess(text: str, failure: Failure) -> ScriptRun:
+    """Run the rendered file as ``python FILE``."""
     limit = (failure.case.timeout or 60.0) + 120.0  # its own limit, plus import and compile
     with tempfile.TemporaryDirectory(prefix="cgraph-verify-") as directory:
         script = Path(directory) / "repro.py"
         script.write_text(text)
         run = run_script(script, limit)
-    hang = failure.difference.kind.value == "timeout"
-    return _subprocess_verdict(run, limit, _timeout_of(text) if hang else None)
+    hang = failure.difference.kind is Kind.TIMEOUT
+    return _subprocess_verdict(run, limit, _timeout_words(failure.case.timeout) if hang else None)
+
+
+def _timeout_words(timeout: float | None) -> str:
+    """A repro file's ``TIMEOUT`` as the verdict line says it."""
+    return f"TIMEOUT = {timeout:g} s" if timeout else "its TIMEOUT"
 
 
 def _timeout_of(text: str) -> str:
@@ -225,26 +251,28 @@ def _timeout_of(text: str) -> str:
     for line in text.splitlines():
         if line.startswith("TIMEOUT = "):
             value = line.partition("=")[2].partition("#")[0].strip()
-            return f"TIMEOUT = {float(value):g} s" if value != "None" else "its TIMEOUT"
-    return "its TIMEOUT"
+            return _timeout_words(float(value) if value != "None" else None)
+    return _timeout_words(None)
 
 
 def _subprocess_verdict(
     run: subprocess.CompletedProcess[str] | None, limit: float, hang_timeout: str | None
-) -> tuple[str | None, str]:
-    """How ``python FILE`` ended, as one line; ``hang_timeout`` names the limit of a
-    hang's repro (None for a crash), whose faulthandler dump is its reproduction."""
+) -> ScriptRun:
+    """How ``python FILE`` ended; ``hang_timeout`` names the limit of a hang's repro
+    (None for a crash), whose faulthandler dump is its reproduction."""
     if run is None:
-        return f"python FILE still ran after {limit:g} s", ""
+        return ScriptRun(f"python FILE still ran after {limit:g} s")
     reproduced = [line for line in run.stdout.splitlines() if line.startswith("REPRODUCED")]
     if reproduced:
-        return reproduced[-1], ""
+        return ScriptRun(reproduced[-1])
     if run.returncode < 0:  # killed by a signal: the crash itself
-        return f"python FILE {describe_exit(run.returncode)}", ""
+        return ScriptRun(
+            f"python FILE {describe_exit(run.returncode)}", signal=exit_signal(run.returncode)
+        )
     if hang_timeout is not None and "Timeout (" in run.stderr:
-        return f"python FILE hung past {hang_timeout}", ""
+        return ScriptRun(f"python FILE hung past {hang_timeout}")
     last = (run.stderr.strip() or run.stdout.strip() or "(no output)").splitlines()[-1]
-    return None, f"python FILE {describe_exit(run.returncode)}: {last}"
+    return ScriptRun(None, f"python FILE {describe_exit(run.returncode)}: {last}")
 
 
 def replay_file(path: Path) -> str:
@@ -255,15 +283,14 @@ def replay_file(path: Path) -> str:
     """
     text = path.read_text()
     signature = header_value(text, BASE_SIGNATURE) or ""
-    if signature.startswith(("crash-process", "timeout-")):
+    if ends_process(signature):
         limit = 300.0
-        found, why = _subprocess_verdict(
-            run_script(path, limit),
-            limit,
-            _timeout_of(text) if signature.startswith("timeout") else None,
+        run = _subprocess_verdict(
+            run_script(path, limit), limit, _timeout_of(text) if is_hang(signature) else None
         )
+        found = run.reproduced
         if found is None:
-            return f"NOT REPRODUCED: {why}"
+            return f"NOT REPRODUCED: {run.why_not}"
         return found if found.startswith("REPRODUCED") else f"REPRODUCED: {found}"
     return str(replay_in_process(text).line(signature))
 
@@ -295,14 +322,13 @@ def make_repro(failure: Failure, directory: Path) -> Failure:
     if difference.ends_process:
         layer, specific = None, False
         text = render(failure, layer, specific)
-        found, reason = reproduces_in_subprocess(text, failure)
-        signal_name = re.search(r"killed by (SIG\w+)", found or "")
-        if signal_name and difference.exception_type == "died":
+        run = reproduces_in_subprocess(text, failure)
+        if run.signal and difference.exception_type == UNSEEN:
             # Only the header changes: the program and the oracle are the same.
-            difference = dataclasses.replace(difference, exception_type=signal_name.group(1))
+            difference = dataclasses.replace(difference, exception_type=run.signal)
             failure = dataclasses.replace(failure, difference=difference)
             text = render(failure, layer, specific)
-        detail = found or reason
+        found, detail = run.reproduced, run.reproduced or run.why_not
     else:
         layer, specific = locate_layer(failure.case)
         text = render(failure, layer, specific)

@@ -42,6 +42,9 @@ from typing import Any
 
 import torch
 
+from pytest_cgraph.oracle.cloning import StorageKey, storage_key
+from pytest_cgraph.oracle.protocol import ATOL, FRESH_INPUTS, INPUTS, ITERS, PROGRAM, RTOL
+
 #: Elements per tensor (or shared storage) written out as literals, at most.
 INLINE_ELEMENTS = 4096
 
@@ -73,13 +76,13 @@ def program_source(
     parameters = ", ".join(names)
     call = ", ".join(f"{name}={name}" for name in names)
     tolerances = "".join(
-        f"{key} = {value!r}\n" for key, value in (("RTOL", rtol), ("ATOL", atol)) if value
+        f"{key} = {value!r}\n" for key, value in ((RTOL, rtol), (ATOL, atol)) if value
     )
     source = (
         f"# {function.__module__}.{function.__qualname__}, its arguments written inline\n"
         f"{module.preamble()}\n\n\n{body}\n\n\n"
-        f"def program({parameters}):\n    return {_renamed(function.__name__)}({call})\n\n\n"
-        f"{arguments}\n\nFRESH_INPUTS = False\nITERS = {iters}\n{tolerances}"
+        f"def {PROGRAM}({parameters}):\n    return {_renamed(function.__name__)}({call})\n\n\n"
+        f"{arguments}\n\n{FRESH_INPUTS} = False\n{ITERS} = {iters}\n{tolerances}"
     )
     return source, size
 
@@ -308,7 +311,7 @@ def _constant(value: Any) -> str:
 def _render_arguments(names: list[str], values: list[Any], module: _Module) -> tuple[str, int]:
     """``def inputs(k)`` building ``values`` inline, and their size."""
     lines: list[str] = []
-    storages: dict[tuple[str, int], str] = {}
+    storages: dict[StorageKey | None, str] = {}
     shared = _shared_storages(values)
     size = len(values)
     for name, value in zip(names, values, strict=True):
@@ -340,7 +343,7 @@ def _render_arguments(names: list[str], values: list[Any], module: _Module) -> t
             lines.append(f"{name}.grad = {gradient}")
     returned = ", ".join(names) + ("," if len(names) == 1 else "")
     body = textwrap.indent("\n".join([*lines, f"return ({returned})"]), "    ")
-    return f"def inputs(k):\n{body}", size
+    return f"def {INPUTS}(k):\n{body}", size
 
 
 #: Copied into a repro that rebuilds a module argument.
@@ -369,7 +372,7 @@ class _ModuleWriter:
     """
 
     def __init__(
-        self, module: _Module, storages: dict[tuple[str, int], str], lines: list[str]
+        self, module: _Module, storages: dict[StorageKey | None, str], lines: list[str]
     ) -> None:
         self.module = module
         self.storages = storages
@@ -445,17 +448,13 @@ def _dictionary(entries: dict[str, str]) -> str:
     return "{" + ", ".join(f"{key!r}: {text}" for key, text in entries.items()) + "}"
 
 
-def _storage_key(tensor: torch.Tensor) -> tuple[str, int]:
-    return str(tensor.device), tensor.untyped_storage().data_ptr()
-
-
-def _shared_storages(values: list[Any]) -> set[tuple[str, int]]:
+def _shared_storages(values: list[Any]) -> set[StorageKey]:
     """Storages that more than one argument views: written once, viewed by each."""
-    seen: set[tuple[str, int]] = set()
-    shared: set[tuple[str, int]] = set()
+    seen: set[StorageKey] = set()
+    shared: set[StorageKey] = set()
     for value in values:
-        if isinstance(value, torch.Tensor) and value.layout == torch.strided:
-            key = _storage_key(value)
+        key = storage_key(value) if isinstance(value, torch.Tensor) else None
+        if key is not None:  # an empty storage holds nothing to share
             (shared if key in seen else seen).add(key)
     return shared
 
@@ -463,8 +462,8 @@ def _shared_storages(values: list[Any]) -> set[tuple[str, int]]:
 def _tensor_expression(
     name: str,
     tensor: torch.Tensor,
-    storages: dict[tuple[str, int], str],
-    shared: set[tuple[str, int]],
+    storages: dict[StorageKey | None, str],
+    shared: set[StorageKey],
     lines: list[str],
 ) -> tuple[str, int]:
     """An expression rebuilding ``tensor``; statements it needs go to ``lines`` first."""
@@ -481,7 +480,7 @@ def _tensor_expression(
         data.is_contiguous()
         and data.storage_offset() == 0
         and data.numel() == storage_elements
-        and _storage_key(data) not in shared
+        and storage_key(data) not in shared
     )
     elements = data.numel() if plain else storage_elements
     if elements > INLINE_ELEMENTS:
@@ -494,7 +493,7 @@ def _tensor_expression(
         flat = _flat_literal(data.reshape(-1).cpu().tolist())
         expression = f"torch.tensor({flat}, dtype={dtype}).reshape({tuple(data.shape)!r})"
     else:
-        key = _storage_key(data)
+        key = storage_key(data)
         if key not in storages:
             storages[key] = f"_storage{len(storages)}"
             whole = torch.as_strided(data, (storage_elements,), (1,), 0).cpu().tolist()

@@ -12,9 +12,12 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_cgraph.failures import Failure
+from pytest_cgraph.failures import Failure, Outcome, Verdict
+
+if TYPE_CHECKING:
+    from pytest_cgraph.oracle.engine import CheckReport
 
 #: Key under which a report carries its item's statistics (Hypothesis does the same).
 REPORT_KEY = "_cgraph_stats"
@@ -59,17 +62,28 @@ class RunStats:
         self.invalid += 1
         self.invalid_reasons[reason[:120]] += 1
 
-    def count_report(self, compiles: int, captured: int, skip_reasons: dict[str, int]) -> None:
-        """What one check said about compiling and capture."""
-        self.compiles += compiles
-        self.captured += 1 if captured else 0
-        self.skipped.update(skip_reasons)
+    def count_report(self, report: CheckReport) -> None:
+        """What one passing check said about compiling and capture."""
+        self.compiles += report.compiles
+        self.captured += 1 if report.graphs_captured else 0
+        self.skipped.update(report.skip_reasons)
 
     def count_hit(self, signature: str, known_repro: str | None = None) -> None:
         """A failing program; ``known_repro`` is the registry file of a known one."""
         self.hits[signature] += 1
         if known_repro is not None:
             self.known.setdefault(signature, known_repro)
+
+    def count_outcome(self, outcome: Outcome, known_repro: str | None = None) -> None:
+        """What checking one program gave: an invalid program, a pass's compile and
+        capture counts, or a failing program (``known_repro``: the registry file of a
+        known one)."""
+        if outcome.verdict is Verdict.INVALID:
+            self.count_invalid(outcome.reason)
+        elif outcome.report is not None:
+            self.count_report(outcome.report)
+        elif outcome.difference is not None:
+            self.count_hit(outcome.difference.signature, known_repro)
 
     def merge(self, other: RunStats) -> None:
         """Add ``other``'s counts to these."""

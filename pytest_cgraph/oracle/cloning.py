@@ -82,7 +82,11 @@ def named_state(name: str, value: Any) -> Iterator[tuple[str, torch.Tensor | Non
                 position += 1
 
 
-def storage_key(tensor: torch.Tensor) -> tuple[torch.device, int] | None:
+#: The identity of a tensor's memory: its device and its storage's address.
+StorageKey = tuple[torch.device, int]
+
+
+def storage_key(tensor: torch.Tensor) -> StorageKey | None:
     """Identity of the memory behind ``tensor``, or ``None`` when it has none.
 
     Zero-byte storages all report address 0 and would look aliased, so they
@@ -111,7 +115,7 @@ def clone_preserving_aliases(
     they are host scalars, which the CUDA-graph path must handle as such.
     """
     copies: list[Any] = list(values)
-    groups: dict[tuple[torch.device, int], list[int]] = {}
+    groups: dict[StorageKey, list[int]] = {}
     for index, value in enumerate(values):
         if not isinstance(value, torch.Tensor):
             continue

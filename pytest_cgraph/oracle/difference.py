@@ -14,7 +14,7 @@ import enum
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 
 class Kind(str, enum.Enum):
@@ -274,15 +274,15 @@ def _slug(text: str) -> str:
 @dataclass(frozen=True)
 class Relation:
     """How one output relates to an argument or an earlier output: ``is`` it, or ``shares``
-    its memory. ``target`` is ``argument <name>`` or ``output #<i>``."""
+    its memory. ``target`` is the argument's or output's :class:`Place`."""
 
-    how: str  # "is" or "shares"
-    target: str
+    how: Literal["is", "shares"]
+    target: Place
 
     @property
     def kind(self) -> str:
         """The relation without names: ``is_argument``, ``shares_output``."""
-        return f"{self.how}_{self.target.split()[0]}"
+        return f"{self.how}_{self.target.role.value}"
 
     def __str__(self) -> str:
         return f"is {self.target}" if self.how == "is" else f"shares storage with {self.target}"

@@ -51,7 +51,7 @@ from pytest_cgraph.oracle.observe import (
     observed_arguments,
     snapshot,
 )
-from pytest_cgraph.oracle.protocol import ProgramSpec, load_source
+from pytest_cgraph.oracle.protocol import PROGRAM, ProgramSpec, load_source
 
 BackwardPolicy = Literal["auto"] | bool
 FreshArgs = Callable[[int], Sequence[Any]]
@@ -136,13 +136,13 @@ def check_source(
         grad_mode=spec.grad_mode,
     )
     compiled = None
-    if spec.compiled_names != ("program",):
+    if spec.compiled_names != (PROGRAM,):
         # The compiled side's own copy of the source, with the named
         # functions compiled: ``program`` is then Python glue calling them.
         glue = load_source(source)
         for name in spec.compiled_names:
             glue[name] = backend.compile(glue[name])
-        compiled = glue["program"]
+        compiled = glue[PROGRAM]
     args = () if spec.fresh_inputs else tuple(spec.inputs(1))
     return run_check(
         spec.program,

@@ -15,7 +15,7 @@ import torch
 
 from pytest_cgraph.oracle.cloning import is_stateful_object, named_state, storage_key
 from pytest_cgraph.oracle.compare import TensorSnapshot
-from pytest_cgraph.oracle.difference import Relation
+from pytest_cgraph.oracle.difference import Place, Relation, Role
 
 
 def snapshot(value: Any) -> Any:
@@ -72,8 +72,8 @@ def describe_aliasing(
             continue
         key = storage_key(out)
         found: list[Relation] = []
-        others = [(f"argument {name}", arg) for name, arg in arguments]
-        others += [(f"output #{earlier}", outputs[earlier]) for earlier in range(index)]
+        others = [(Place(Role.ARGUMENT, name=name), arg) for name, arg in arguments]
+        others += [(Place(Role.OUTPUT, index=i), outputs[i]) for i in range(index)]
         for target, other in others:
             if not isinstance(other, torch.Tensor):
                 continue

@@ -243,17 +243,6 @@ FAULTS = (
 )
 
 
-def frozen_rng_and_lost_autograd(
-    n: int, run: Callable[..., Any], args: Sequence[Any], state: dict
-) -> Any:
-    """Two independent faults at once: a frozen random stream and detached outputs."""
-    return lost_autograd(n, lambda *a: frozen_rng(n, run, a, state), args, state)
-
-
-#: A backend with two independent faults, for campaigns that must report both.
-TWO_FAULTS = ReplayBackend("faulty_two_faults", frozen_rng_and_lost_autograd)
-
-
 def crash_by_arity(n: int, run: Callable[..., Any], args: Sequence[Any], state: dict) -> Any:
     """Two independent replay crashes: one for one-argument graphs, one for the rest.
 
@@ -281,7 +270,6 @@ CRASH_ON_REPLAY = ReplayBackend("faulty_crash_on_replay", crash_on_replay)
 _registered = set(torch._dynamo.list_backends(exclude_tags=()))
 for _name, _backend in [
     *((f"faulty_{case.name}", case.backend) for case in FAULTS),
-    ("faulty_two_faults", TWO_FAULTS),
     ("faulty_two_crashes", TWO_CRASHES),
     ("faulty_crash_on_replay", CRASH_ON_REPLAY),
 ]:

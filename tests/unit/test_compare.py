@@ -18,7 +18,9 @@ from pytest_cgraph.oracle.difference import (
     Difference,
     Kind,
     Place,
+    Relation,
     Role,
+    describe_relations,
     message_key,
     normalised_message,
 )
@@ -218,3 +220,13 @@ def test_a_difference_survives_json() -> None:
         max_abs=1.0,
     )
     assert Difference.from_json(found.to_json()) == found
+
+
+def test_an_aliasing_relation_names_its_target_by_place_not_by_text() -> None:
+    argument = Relation("is", Place(Role.ARGUMENT, name="x"))
+    earlier = Relation("shares", Place(Role.OUTPUT, index=1))
+    assert (argument.kind, earlier.kind) == ("is_argument", "shares_output")
+    assert describe_relations((argument, earlier)) == (
+        "is argument x; shares storage with output #1"
+    )
+    assert describe_relations(()) == "aliases nothing"

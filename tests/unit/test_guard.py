@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cgraph.failures import Case, Outcome
+from pytest_cgraph.failures import Case
 from pytest_cgraph.guard import (
     InFlight,
     ProgramTimeout,
-    describe_exit,
     read_dead_program,
     stale_records,
     time_limit,
@@ -88,13 +87,24 @@ def test_records_of_dead_processes_are_stale_and_the_watchdog_header_means_timeo
     assert read_dead_program(inflight.path) is None  # a torn record is skipped, not fatal
 
 
-def test_how_a_process_ended_is_described() -> None:
-    assert describe_exit(-11) == "killed by SIGSEGV"
-    assert describe_exit(-6) == "killed by SIGABRT"
-    assert describe_exit(3) == "exited with status 3"
-    died = Outcome.died("killed by SIGSEGV", "SIGSEGV").difference
-    assert died is not None and died.signature == "crash-process-SIGSEGV"
-    assert died.ends_process and died.headline() == "crash of the process: killed by SIGSEGV"
-    timeout = Outcome.timed_out(3).difference
-    assert timeout is not None and timeout.signature == "timeout-program"
-    assert timeout.headline() == "timeout of the program: it ran longer than the 3 s time limit"
+def test_a_dead_program_is_a_hang_or_a_death_and_is_forgotten_once_reported(
+    tmp_path: Path,
+) -> None:
+    inflight = InFlight(tmp_path, "cgraph::mutation")
+    inflight.start(program(timeout=3))
+    inflight.finish()  # the hard limit disarmed: this process must not end
+    dead = read_dead_program(inflight.path)
+    assert dead is not None and not dead.timed_out
+    died = dead.failure("the worker died")
+    assert died.case == program(timeout=3)
+    assert died.signature == "crash-process-died"  # named by its repro's run, if a signal
+    assert died.difference.detail == "the worker died"
+    inflight.stacks_path.write_text("Timeout (0:00:13)!\n")
+    hung = read_dead_program(inflight.path)
+    assert hung is not None and hung.timed_out
+    failure = hung.failure("the next run")
+    assert failure.signature == "timeout-program"
+    assert failure.difference.detail == "it ran past the hard limit and the next run ended it"
+    hung.forget()
+    assert list(tmp_path.iterdir()) == []  # record, stacks and their directory are gone
+    inflight.close()

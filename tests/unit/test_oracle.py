@@ -92,13 +92,42 @@ def test_value_difference_message_names_everything() -> None:
 
 
 def test_aliased_arguments_keep_their_aliasing() -> None:
+    seen: list[tuple[bool, int, torch.Tensor]] = []
+
     def write_one_read_other(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         a.mul_(2)
+        if not torch.compiler.is_compiling():  # eager's side: what the copies are
+            shared = a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+            seen.append((shared, b.storage_offset() - a.storage_offset(), b.detach().clone()))
         return b + 1  # b overlaps a: its value depends on the write
 
     base = torch.arange(12.0).reshape(4, 3)
-    report = check_equivalent(write_one_read_other, base[:2], base[1:], backend="aot_eager")
-    assert report.iterations == 5
+    report = check_equivalent(
+        write_one_read_other, base[:2], base[1:], iters=2, backend="aot_eager"
+    )
+    assert report.iterations == 2
+    # Eager's copies overlap as the caller's arguments do, and the write through
+    # one shows in the other (compiled's must agree, or the check would fail).
+    assert [(shared, offset) for shared, offset, _ in seen] == [(True, 3), (True, 3)]
+    expected = base.clone()
+    for _, _, b in seen:
+        expected[:2] *= 2
+        torch.testing.assert_close(b, expected[1:])
+
+
+def test_arguments_copied_without_their_aliasing_would_be_caught() -> None:
+    def write_one_read_other(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        a.mul_(2)
+        return b + 1
+
+    def unaliasing(gm: torch.fx.GraphModule, example_inputs: list[torch.Tensor]) -> object:
+        # The graph reads a private copy of the last argument: a's write no longer shows in it.
+        return lambda *args: gm(*args[:-1], args[-1].clone())
+
+    base = torch.arange(12.0).reshape(4, 3)
+    with pytest.raises(EquivalenceError) as caught:
+        check_equivalent(write_one_read_other, base[:2], base[1:], iters=2, backend=unaliasing)
+    assert caught.value.difference.signature == "value-output"
 
 
 def test_same_tensor_returned_twice_and_views_of_inputs() -> None:
@@ -110,10 +139,39 @@ def test_same_tensor_returned_twice_and_views_of_inputs() -> None:
 
 
 def test_gradients_accumulate_across_iterations_on_both_sides() -> None:
+    grads: list[torch.Tensor | None] = []
+
+    def square(p: torch.Tensor) -> torch.Tensor:
+        if not torch.compiler.is_compiling():  # eager's side: the grad before this call
+            grads.append(None if p.grad is None else p.grad.clone())
+        return (p * p).sum()
+
     leaf = torch.randn(3, requires_grad=True)
-    report = check_equivalent(lambda p: (p * p).sum(), leaf, backend="aot_eager")
-    assert report.iterations == 5
+    report = check_equivalent(square, leaf, iters=3, backend="aot_eager")
+    assert report.iterations == 3
     assert leaf.grad is None  # the caller's leaf was cloned, not used
+    # d(p*p)/dp = 2p, added once per iteration: 0, 2p, 4p before calls 1, 2, 3.
+    assert grads[0] is None
+    torch.testing.assert_close(grads[1], 2 * leaf.detach())
+    torch.testing.assert_close(grads[2], 4 * leaf.detach())
+
+
+def test_gradients_reset_on_the_compiled_side_would_be_caught() -> None:
+    def square(p: torch.Tensor) -> torch.Tensor:
+        return (p * p).sum()
+
+    def resetting(gm: torch.fx.GraphModule, example_inputs: list[torch.Tensor]) -> object:
+        def run(*args: torch.Tensor) -> object:
+            for arg in args:
+                arg.grad = None  # each call starts from no grad: accumulation lost
+            return gm(*args)
+
+        return run
+
+    with pytest.raises(EquivalenceError) as caught:
+        check_equivalent(square, torch.randn(3, requires_grad=True), iters=3, backend=resetting)
+    assert caught.value.difference.kind is Kind.GRAD
+    assert caught.value.difference.iteration == 2
 
 
 def test_backward_false_compares_no_gradients() -> None:

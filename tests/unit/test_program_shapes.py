@@ -12,6 +12,7 @@ import pytest
 
 import cgraph_doubles.faults  # noqa: F401  (registers the fault backends)
 from pytest_cgraph.oracle.difference import Kind
+from pytest_cgraph.oracle.protocol import ADVANCE, INPUTS, PROGRAM
 from pytest_cgraph.runner import check_source, load_source
 from pytest_cgraph.strategies import InputSpec, Program, Statement
 from pytest_cgraph.strategies.templates import TEMPLATES, templates_used
@@ -208,16 +209,16 @@ def test_an_optimizer_steps_between_calls_on_each_side(optimizer: str, set_to_no
     check_source(source, backend="aot_eager", iters=4)
     # The schedule really steps: the parameter moves between calls.
     namespace = load_source(source, "<optimizer>")
-    args = namespace["inputs"](1)
+    args = namespace[INPUTS](1)
     before = args[1].detach().clone()
-    namespace["program"](*args)
-    args = namespace["advance"](1, args, None)
+    namespace[PROGRAM](*args)
+    args = namespace[ADVANCE](1, args, None)
     assert not args[1].detach().equal(before)
 
 
 def test_inputs_aliased_on_some_calls_only() -> None:
     namespace = load_source(ALIASED_ON_ODD_CALLS.render(), "<alias>")
-    odd, even = namespace["inputs"](1), namespace["inputs"](2)
+    odd, even = namespace[INPUTS](1), namespace[INPUTS](2)
     assert odd[1].untyped_storage().data_ptr() == odd[0].untyped_storage().data_ptr()
     assert even[1].untyped_storage().data_ptr() != even[0].untyped_storage().data_ptr()
     check_source(ALIASED_ON_ODD_CALLS.render(), backend="aot_eager", iters=4)

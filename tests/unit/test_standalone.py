@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from pytest_cgraph.oracle.protocol import FRESH_INPUTS, INPUTS, ITERS, PROGRAM
 from pytest_cgraph.runner import load_source
 from pytest_cgraph.standalone import INLINE_ELEMENTS, NotInlinable, program_source
 
@@ -80,7 +81,7 @@ def test_a_module_argument_is_rebuilt_with_its_state() -> None:
     source, size = program_source(calls_the_module, ["net", "x"], [net, x], iters=2)
     assert "class Tied(torch.nn.Module):" in source and "class Affine(" in source
     assert size == 2 + 3 + 3 + 3 + 3  # arguments, the shared weight once, buffers, x
-    rebuilt, copied_x = load_source(source, "<module test>")["inputs"](1)
+    rebuilt, copied_x = load_source(source, "<module test>")[INPUTS](1)
     assert type(rebuilt).__name__ == "Tied" and not rebuilt.training
     assert rebuilt.first.weight is rebuilt.second.weight
     assert isinstance(rebuilt.first.weight, torch.nn.Parameter)
@@ -116,8 +117,8 @@ def test_arguments_are_rebuilt_with_layout_aliasing_and_autograd_state() -> None
     names, values = arguments()
     source, size = program_source(returns_its_argument, names, values, iters=3)
     namespace = load_source(source, "<standalone test>")
-    rebuilt = namespace["inputs"](1)
-    assert namespace["ITERS"] == 3 and namespace["FRESH_INPUTS"] is False
+    rebuilt = namespace[INPUTS](1)
+    assert namespace[ITERS] == 3 and namespace[FRESH_INPUTS] is False
     # 13 arguments + elements written: 1 + 12 (one storage for two views)
     # + 3 + 3 + 2 + 2 + 2 + 6 (the empty slice's whole storage)
     assert size == 13 + 31
@@ -150,10 +151,11 @@ def test_what_the_function_names_is_carried_along() -> None:
     assert "SCALE = 3.0" in source and "DTYPE = torch.float64" in source
     assert "class Affine(torch.nn.Module):" in source and "def scaled(x" in source
     assert "RTOL = 0.1" in source
-    # renamed so that pytest does not collect the copy from a repro file
-    assert "def uses_the_module(" in source
+    # Only a test* function is renamed (pytest would collect it from a repro file).
+    assert "def uses_the_module(" in source and "def _uses_the_module(" not in source
+    assert "    return uses_the_module(x=x, n=n)" in source
     namespace = load_source(source, "<standalone test>")
-    torch.testing.assert_close(namespace["program"](*namespace["inputs"](1)), uses_the_module(x, 2))
+    torch.testing.assert_close(namespace[PROGRAM](*namespace[INPUTS](1)), uses_the_module(x, 2))
 
 
 def test_a_test_function_is_renamed_so_pytest_does_not_collect_it() -> None:
@@ -167,7 +169,7 @@ def test_a_test_function_is_renamed_so_pytest_does_not_collect_it() -> None:
     assert "def _test_doubling_is_exact" in source
     assert "\ndef test_" not in source
     namespace = load_source(source, "<standalone test>")
-    assert namespace["program"]() is None  # the copy runs (the test returns nothing)
+    assert namespace[PROGRAM]() is None  # the copy runs (the test returns nothing)
 
 
 def test_doubling_is_exact() -> None:  # also the test function copied above

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis.errors import InvalidArgument
 
+from pytest_cgraph.oracle.protocol import INPUTS, PROGRAM
 from pytest_cgraph.runner import load_source
 from pytest_cgraph.strategies import FAMILIES, OPS, Program, draw_programs, programs
 
@@ -83,9 +84,9 @@ def test_rendered_source_runs_and_is_what_is_executed(sample: list[Program]) -> 
     ran = 0
     for program in sample[:100]:
         namespace = load_source(program.render(), "<test>")
-        args = namespace["inputs"](1)
+        args = namespace[INPUTS](1)
         try:
-            namespace["program"](*args)
+            namespace[PROGRAM](*args)
         except Exception:  # the oracle counts these as invalid; the rate is below
             continue
         ran += 1

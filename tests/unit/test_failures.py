@@ -1,0 +1,137 @@
+"""The failure record: outcomes, signatures from fields, and a failure's trip through JSON."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import pytest
+
+from pytest_cgraph.failures import (
+    Case,
+    Failure,
+    Outcome,
+    ReproResult,
+    ReproStatus,
+    Verdict,
+    describe_exit,
+    ends_process,
+    is_hang,
+)
+from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
+
+CASE = Case(
+    "def program(x):\n    return x\n",
+    "aot_eager",
+    "cpu",
+    5,
+    family="views",
+    nodeid="cgraph::views",
+    seed=7,
+    size=12,
+    statements=2,
+    timeout=30.0,
+    setup_modules=("cgraph_doubles.faults",),
+)
+
+GRAD = Difference(
+    Kind.GRAD,
+    3,
+    Place(Role.GRAD, name="net.lin.weight"),
+    facet="presence",
+    expected="a tensor",
+    actual="None",
+)
+
+
+def test_how_a_process_ended_is_described_and_becomes_a_died_outcome() -> None:
+    assert describe_exit(-signal.SIGSEGV) == "killed by SIGSEGV"
+    assert describe_exit(-signal.SIGABRT) == "killed by SIGABRT"
+    assert describe_exit(3) == "exited with status 3"
+    assert describe_exit(None) == "did not exit"
+    killed = Outcome.exited(-signal.SIGSEGV)
+    assert killed.verdict is Verdict.DIED and killed.difference is not None
+    assert killed.difference.signature == "crash-process-SIGSEGV"
+    assert killed.difference.headline() == "crash of the process: killed by SIGSEGV"
+    exited = Outcome.exited(3).difference
+    assert exited is not None and exited.signature == "crash-process-exit"
+
+
+def test_a_timeout_is_a_hang_of_the_program() -> None:
+    timeout = Outcome.timed_out(3)
+    assert timeout.verdict is Verdict.TIMEOUT and timeout.difference is not None
+    assert timeout.difference.signature == "timeout-program"
+    assert timeout.difference.ends_process
+    assert timeout.difference.headline() == (
+        "timeout of the program: it ran longer than the 3 s time limit"
+    )
+    assert Outcome.timed_out(None).difference == Outcome.timed_out(0).difference
+
+
+@pytest.mark.parametrize(
+    ("signature", "hang", "ends"),
+    [
+        ("timeout-program", True, True),
+        ("crash-process-SIGSEGV", False, True),
+        ("crash-process-died", False, True),
+        ("crash-compiled_call-RuntimeError-boom_123abc", False, False),
+        ("timeouts-are-not-a-kind", False, False),
+        ("grad-grad-presence", False, False),
+    ],
+)
+def test_which_signatures_end_their_process(signature: str, hang: bool, ends: bool) -> None:
+    assert (is_hang(signature), ends_process(signature)) == (hang, ends)
+
+
+def test_the_signature_is_computed_from_fields_and_the_layer_joins_it_once_located() -> None:
+    failure = Failure(CASE, GRAD)
+    assert failure.signature == "grad-grad-presence"
+    assert failure.full_signature == "grad-grad-presence"  # no repro, no layer yet
+    located = failure.with_repro(
+        ReproResult(ReproStatus.WRITTEN, "/r/grad.py", "reproduced", layer="aot_eager"),
+        examples_to_failure=4,
+    )
+    assert located.full_signature == "grad-grad-presence-aot_eager"
+    assert located.examples_to_failure == 4
+    assert failure.repro is None  # frozen: the original is unchanged
+
+
+def test_a_failure_reads_as_difference_program_and_repro() -> None:
+    failure = Failure(CASE, GRAD).with_repro(
+        ReproResult(ReproStatus.NOT_REPRODUCIBLE, detail="it passed when replayed")
+    )
+    text = failure.report()
+    assert text.splitlines()[0] == "grad difference at iteration 3, grad of net.lin.weight"
+    assert "program (views):\ndef program(x):\n    return x" in text
+    assert text.splitlines()[-1] == "no repro file (not reproducible): it passed when replayed"
+    assert not failure.repro.verified  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("status", "verified"),
+    [(status, status in (ReproStatus.WRITTEN, ReproStatus.KEPT_SMALLER)) for status in ReproStatus],
+)
+def test_only_a_written_or_smaller_kept_repro_is_verified(
+    status: ReproStatus, verified: bool
+) -> None:
+    assert ReproResult(status, "/r/x.py").verified is verified
+
+
+def test_a_failure_survives_json_unchanged_in_every_field() -> None:
+    failure = Failure(CASE, GRAD).with_repro(
+        ReproResult(ReproStatus.KEPT_SMALLER, "/r/g.py", "kept", "aot_eager", True),
+        examples_to_failure=9,
+        seconds_to_repro=1.5,
+    )
+    data = json.loads(json.dumps(failure.to_json()))
+    assert Failure.from_json(data) == failure
+    assert data["signature"] == "grad-grad-presence"
+    assert data["full_signature"] == "grad-grad-presence-aot_eager"
+    assert (data["kind"], data["place"]) == ("grad", "grad of net.lin.weight")
+    assert data["verified"] is True
+    assert data["repro_result"]["status"] == "kept smaller"  # a plain string, not an enum
+
+
+def test_a_failure_without_a_repro_survives_json() -> None:
+    failure = Failure(CASE, Outcome.exited(-signal.SIGKILL).difference)  # type: ignore[arg-type]
+    assert Failure.from_json(json.loads(json.dumps(failure.to_json()))) == failure

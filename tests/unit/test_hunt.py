@@ -1,0 +1,217 @@
+"""The hunt on its own: rounds, memo, budgets, stall, known and new, with a checker double.
+
+Programs here are numbers: a program's source says its number, its case
+carries it as ``size``, and a checker double decides how each number fails.
+Hypothesis shrinks a failing number towards 0, so a shrunk failure is the
+smallest number that fails that way.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from hypothesis import strategies as st
+
+from pytest_cgraph import hunt as hunt_module
+from pytest_cgraph.failures import Case, Failure, Outcome, ReproResult, ReproStatus, Verdict
+from pytest_cgraph.hunt import STALL_AFTER, Budget, HarnessError, Hunt
+from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
+from pytest_cgraph.registry import KnownBug, Registry
+from pytest_cgraph.stats import RunStats
+
+WRONG_OUTPUT = Difference(Kind.VALUE, 2, Place(Role.OUTPUT, index=0))
+
+
+@dataclass(frozen=True)
+class Numbered:
+    """A drawn program as the hunt sees one: rendered, sized, featured."""
+
+    number: int
+
+    @property
+    def statements(self) -> list[str]:
+        return ["return"]
+
+    def render(self) -> str:
+        return f"def program():\n    return {self.number}\n"
+
+    def size(self) -> int:
+        return self.number
+
+    def all_features(self) -> set[str]:
+        return {"add"}
+
+
+def numbers(high: int = 1000) -> st.SearchStrategy[Numbered]:
+    return st.integers(0, high).map(Numbered)
+
+
+@dataclass
+class Recorder:
+    """Records a shrunk failure as the item would, once per call."""
+
+    recorded: list[Failure] = field(default_factory=list)
+
+    def __call__(self, failure: Failure) -> Failure:
+        self.recorded.append(failure)
+        return failure.with_repro(ReproResult(ReproStatus.WRITTEN, f"/r/{failure.signature}.py"))
+
+
+def case_of(program: Numbered, source: str) -> Case:
+    return Case(source, "aot_eager", "cpu", 5, family="numbers", size=program.size())
+
+
+def make_hunt(
+    verdict: Callable[[int], Outcome],
+    *,
+    strategy: st.SearchStrategy[Numbered] | None = None,
+    examples: int = 60,
+    registry: Registry | None = None,
+    layers: list[str] | None = None,
+    **options: object,
+) -> tuple[Hunt, Recorder]:
+    recorder = Recorder()
+
+    def layer_of(case: Case) -> str | None:
+        if layers is not None:
+            layers.append(case.source)
+        return None
+
+    hunt = Hunt(
+        family="numbers",
+        strategy=numbers() if strategy is None else strategy,
+        check=lambda case: verdict(case.size),
+        case_of=case_of,
+        record=recorder,
+        registry=registry or Registry(),
+        layer_of=layer_of,
+        budget=Budget(examples, shrink_seconds=5.0),
+        stats=RunStats(),
+        database=None,
+        **options,  # type: ignore[arg-type]
+    )
+    return hunt, recorder
+
+
+def wrong_from_ten(number: int) -> Outcome:
+    return Outcome(Verdict.FAIL, WRONG_OUTPUT) if number >= 10 else Outcome(Verdict.PASS)
+
+
+def test_a_new_failure_is_shrunk_recorded_once_and_later_hits_pass_as_found() -> None:
+    hunt, recorder = make_hunt(wrong_from_ten, examples=80)
+    found = hunt.run()
+    assert [failure.case.size for failure in found] == [10]  # shrunk to the smallest
+    assert recorder.recorded == [Failure(found[0].case, WRONG_OUTPUT)]
+    (failure,) = found
+    assert failure.repro is not None and failure.repro.path == "/r/value-output.py"
+    assert failure.examples_to_failure is not None and failure.seconds_to_repro is not None
+    assert hunt.stats.failures == found
+    assert hunt.stats.hits["value-output"] >= 1 + hunt.known_hits
+    assert hunt.drawn <= 80 and hunt.stats.drawn == hunt.drawn
+    assert hunt.stats.programs == hunt.checks >= hunt.drawn
+    assert not hunt.stalled
+
+
+def test_each_source_is_checked_once_a_round() -> None:
+    checked: list[int] = []
+
+    def counting(number: int) -> Outcome:
+        checked.append(number)
+        return Outcome(Verdict.PASS)
+
+    hunt, _ = make_hunt(counting, strategy=st.just(Numbered(5)))
+    assert hunt.run() == []
+    assert checked == [5] and hunt.checks == 1 and hunt.drawn == 1
+
+
+def test_the_budget_counts_drawn_programs_and_ends_the_hunt() -> None:
+    hunt, _ = make_hunt(lambda number: Outcome(Verdict.PASS), examples=25)
+    assert hunt.run() == []
+    assert (hunt.rounds == 1 and hunt.drawn <= 25 and hunt.spent) or hunt.drawn < 25
+
+
+def test_a_duration_budget_stops_on_the_clock_whatever_the_examples() -> None:
+    ticks = itertools.count()
+    hunt, _ = make_hunt(lambda number: Outcome(Verdict.PASS), clock=lambda: float(next(ticks)))
+    hunt.budget = Budget(examples=1, duration=30.0)
+    assert hunt.run() == []
+    assert 1 < hunt.drawn < 30  # past the example count, stopped by the clock
+    assert hunt.spent
+
+
+def test_a_known_bug_is_counted_never_recorded_and_its_layer_asked_once_per_program() -> None:
+    registry = Registry([KnownBug("value-output", None, Path("known/value-output.py"))])
+    asked: list[str] = []
+    hunt, recorder = make_hunt(wrong_from_ten, registry=registry, layers=asked)
+    assert hunt.run() == []
+    assert recorder.recorded == []
+    assert hunt.known_hits > 0
+    assert hunt.stats.known == {"value-output": "known/value-output.py"}
+    assert len(asked) == len(set(asked)) == hunt.known_hits  # memoised per source
+
+
+def test_strict_hunts_report_known_bugs_as_new() -> None:
+    registry = Registry([KnownBug("value-output", None, Path("known/value-output.py"))])
+    hunt, recorder = make_hunt(wrong_from_ten, registry=registry, strict=True)
+    assert [failure.signature for failure in hunt.run()] == ["value-output"]
+    assert len(recorder.recorded) == 1 and hunt.stats.known == {}
+
+
+def test_known_hangs_in_a_row_stall_the_hunt() -> None:
+    registry = Registry([KnownBug("timeout-program", None, Path("known/timeout-program.py"))])
+    hunt, recorder = make_hunt(lambda number: Outcome.timed_out(1.0), registry=registry)
+    assert hunt.run() == []
+    assert hunt.stalled and hunt.drawn == STALL_AFTER and recorder.recorded == []
+
+
+def test_a_pass_between_known_hangs_resets_the_stall() -> None:
+    registry = Registry([KnownBug("timeout-program", None, Path("known/timeout-program.py"))])
+
+    calls = itertools.count()
+
+    def every_other(number: int) -> Outcome:
+        return Outcome.timed_out(1.0) if next(calls) % 2 else Outcome(Verdict.PASS)
+
+    hunt, _ = make_hunt(every_other, registry=registry, examples=30)
+    hunt.run()
+    assert not hunt.stalled and hunt.drawn > STALL_AFTER
+
+
+def test_invalid_programs_and_passes_are_counted() -> None:
+    def odd_invalid(number: int) -> Outcome:
+        if number % 2:
+            return Outcome(Verdict.INVALID, reason="RuntimeError: odd")
+        return Outcome(Verdict.PASS)
+
+    hunt, _ = make_hunt(odd_invalid, examples=30)
+    assert hunt.run() == []
+    assert hunt.stats.invalid > 0
+    assert hunt.stats.invalid_reasons == {"RuntimeError: odd": hunt.stats.invalid}
+
+
+def test_a_harness_error_ends_the_hunt_as_an_error_not_a_failure() -> None:
+    hunt, recorder = make_hunt(lambda number: Outcome(Verdict.ERROR, reason="pipe broke"))
+    with pytest.raises(HarnessError, match="pipe broke"):
+        hunt.run()
+    assert recorder.recorded == []
+
+
+def test_a_hunt_stops_after_max_new_signatures(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hunt_module, "MAX_NEW", 3)
+
+    def each_its_own(number: int) -> Outcome:
+        difference = Difference(Kind.VALUE, 1, Place(Role.OUTPUT), facet=str(number))
+        return Outcome(Verdict.FAIL, difference)
+
+    hunt, recorder = make_hunt(each_its_own, examples=500)
+    found = hunt.run()
+    assert [failure.signature for failure in found] == [
+        "value-output-0",
+        "value-output-1",
+        "value-output-2",
+    ]
+    assert len(recorder.recorded) == 3 and hunt.drawn < 500

@@ -1,0 +1,96 @@
+"""Known bugs: which failures a registry of repro files claims, and when it asks for a layer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
+from pytest_cgraph.registry import (
+    BASE_SIGNATURE,
+    LAYER,
+    MARKER_LINE,
+    Registry,
+    program_ops,
+    read_entry,
+)
+
+WRONG = Difference(Kind.VALUE, 2, Place(Role.OUTPUT, index=0))
+CRASH = Difference(
+    Kind.CRASH,
+    1,
+    Place(Role.COMPILED, name="call"),
+    exception_type="RuntimeError",
+    message="setStorage: sizes [3] out of bounds",
+)
+
+
+def repro(directory: Path, name: str, signature: str, layer: str, program: str) -> Path:
+    """A repro file as far as a registry reads one: its header and its program."""
+    path = directory / f"{name}.py"
+    path.write_text(
+        f"{MARKER_LINE}\n{BASE_SIGNATURE}{signature}\n{LAYER}{layer}\n"
+        f"PROGRAM_SOURCE = r'''\n{program}'''[1:]\n"
+    )
+    return path
+
+
+def asked(answer: str | None, calls: list[int]) -> Callable[[], str | None]:
+    """A layer finder that answers ``answer`` and counts its calls in ``calls``."""
+
+    def layer_of() -> str | None:
+        calls.append(1)
+        return answer
+
+    return layer_of
+
+
+def test_a_broad_signature_is_known_only_at_the_entry_s_layer_and_with_its_ops(
+    tmp_path: Path,
+) -> None:
+    program = "def program(a0):\n    return (a0.squeeze_(0).sin(),)\n"
+    repro(tmp_path, "value-output-aot_eager", "value-output", "aot_eager", program)
+    registry = Registry.load([tmp_path, tmp_path / "missing"])
+    assert len(registry) == 1 and registry.needs_layer(WRONG)
+    ops = frozenset({"squeeze_", "sin", "mul"})
+    calls: list[int] = []
+    entry = registry.match(WRONG, asked("aot_eager", calls), ops)
+    assert entry is not None and entry.path.name == "value-output-aot_eager.py"
+    assert calls == [1]  # the layer was asked, once
+    assert registry.match(WRONG, lambda: "cudagraphs", ops) is None  # another layer: new
+    # A program that lacks one of the known program's calls is another bug: no layer asked.
+    calls.clear()
+    assert registry.match(WRONG, asked("aot_eager", calls), frozenset({"sin"})) is None
+    assert calls == []
+
+
+def test_a_crash_s_message_names_its_bug_whatever_the_layer_or_ops(tmp_path: Path) -> None:
+    repro(tmp_path, "crash", CRASH.signature, "eager", "def program():\n    pass\n")
+    registry = Registry.load([tmp_path])
+    assert not registry.needs_layer(CRASH)
+    calls: list[int] = []
+    assert registry.match(CRASH, asked(None, calls)) is not None
+    assert calls == []
+    other = Difference(**{**CRASH.__dict__, "message": "a different error entirely"})
+    assert not registry.may_know(other) and registry.match(other, lambda: None) is None
+
+
+def test_entries_are_read_from_headers_and_foreign_files_are_skipped(tmp_path: Path) -> None:
+    entry = read_entry(repro(tmp_path, "a", "grad-grad", "none", "def program(x):\n    x.t_()\n"))
+    assert entry is not None
+    assert (entry.signature, entry.layer, entry.ops) == ("grad-grad", None, frozenset({"t_"}))
+    (tmp_path / "conftest.py").write_text("import pytest\n")
+    (tmp_path / "b.py").write_text(f"{MARKER_LINE}\n# no signature here\n")
+    assert [e.path.name for e in Registry.load([tmp_path]).entries()] == ["a.py"]
+
+
+def test_a_program_s_ops_are_its_calls_inside_program_only() -> None:
+    source = (
+        "import torch\n\n"
+        "def helper(x):\n    return x.cos()\n\n"
+        "def program(a0, a1):\n"
+        "    for _ in range(2):\n        a0 = torch.nn.functional.dropout(a0).add_(a1)\n"
+        "    return (helper(a0), len(a1))\n"
+    )
+    assert program_ops(source) == frozenset({"dropout", "add_", "helper"})
+    assert program_ops("def program(:\n") == frozenset()
