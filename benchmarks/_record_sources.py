@@ -12,14 +12,15 @@ import os
 from typing import Any
 
 from pytest_cgraph import checkers
+from pytest_cgraph.failures import Case
 
 _original = checkers.InProcessChecker.check
 
 
-def _recording(self: checkers.InProcessChecker, source: str, *args: Any, **kwargs: Any) -> Any:
+def _recording(self: checkers.InProcessChecker, case: Case, *args: Any, **kwargs: Any) -> Any:
     with open(os.environ["CGRAPH_RECORD_SOURCES"], "a") as stream:
-        stream.write(json.dumps(source) + "\n")
-    return _original(self, source, *args, **kwargs)
+        stream.write(json.dumps(case.source) + "\n")
+    return _original(self, case, *args, **kwargs)
 
 
 checkers.InProcessChecker.check = _recording  # type: ignore[method-assign]
