@@ -48,6 +48,21 @@ _ROLES_BY_FAMILY = {
 }
 
 
+# Strategies drawn from on every program, built once: building one per draw
+# costs Hypothesis a cache lookup, or a new instance to validate.
+_COIN = st.booleans()
+_ONE_IN_FOUR = st.integers(0, 3)
+_ONE_IN_SIX = st.integers(0, 5)
+_ONE_IN_EIGHT = st.integers(0, 7)
+_WIDE = st.integers(0, 1023)
+_SHAPES = st.lists(st.integers(1, 3), min_size=1, max_size=3)
+_DTYPE = st.sampled_from(_DTYPES)
+_GRAD_MODE = st.sampled_from(GRAD_MODES)
+_OPTIMIZER = st.sampled_from(OPTIMIZERS)
+_LAYOUT = st.sampled_from(LAYOUTS)
+_SCHEDULE = st.sampled_from(SCHEDULES)
+
+
 def programs(
     *,
     families: tuple[str, ...] | list[str] = ("mixed",),
@@ -125,15 +140,15 @@ def _programs(
     schedule = _draw_schedule(draw, family)
     # Compiled autograd is an option of the run, drawn where backward is, and
     # drawn early: a draw after the statements would hamper their deletion.
-    compiled_autograd = family in ("autograd", "mixed") and draw(st.integers(0, 3)) == 3
+    compiled_autograd = family in ("autograd", "mixed") and draw(_ONE_IN_FOUR) == 3
     optimizer, set_to_none = OPTIMIZERS[0], True
     if schedule == "optimizer":
-        optimizer, set_to_none = draw(st.sampled_from(OPTIMIZERS)), draw(st.booleans())
+        optimizer, set_to_none = draw(_OPTIMIZER), draw(_COIN)
     # Two separately compiled functions, the second taking over at a drawn
     # statement (clamped to the statements kept), one time in four.
-    chain_at = draw(st.integers(1, max_statements)) if draw(st.integers(0, 3)) == 3 else 0
+    chain_at = draw(st.integers(1, max_statements)) if draw(_ONE_IN_FOUR) == 3 else 0
     # An ambient no_grad or inference_mode around every call, one time in four.
-    mode = draw(st.sampled_from(GRAD_MODES)) if draw(st.integers(0, 3)) == 3 else "grad"
+    mode = draw(_GRAD_MODE) if draw(_ONE_IN_FOUR) == 3 else "grad"
     inputs = draw(_input_specs(family, max_inputs, schedule))
     draft = Program(family, inputs, (), (inputs[0].name,), schedule, iters)
     namespace: dict[str, Any] = {"torch": torch}
@@ -178,7 +193,7 @@ def _programs(
 
 def _draw_schedule(draw: Any, family: str) -> str:
     if family in ("schedules", "mixed"):
-        return draw(st.sampled_from(SCHEDULES))
+        return draw(_SCHEDULE)
     if family == "scalars":
         return "fresh"  # host scalars that change every call
     return "persistent"
@@ -192,7 +207,7 @@ def _origin_of(spec: InputSpec) -> str:
 def _input_specs(draw: Any, family: str, max_inputs: int, schedule: str) -> tuple[InputSpec, ...]:
     roles = _ROLES_BY_FAMILY.get(family, ROLES)
     specs: list[InputSpec] = [draw(_tensor_spec(family, "argument", 0, (), schedule))]
-    while len(specs) < max_inputs and draw(st.booleans()):
+    while len(specs) < max_inputs and draw(_COIN):
         role = draw(st.sampled_from(roles))
         specs.append(draw(_tensor_spec(family, role, len(specs), tuple(specs), schedule)))
     if schedule in ("param_update", "optimizer") and not any(s.role == "parameter" for s in specs):
@@ -214,15 +229,15 @@ def _tensor_spec(
     name = f"{_PREFIX[role]}{index}"
     if role in ("scalar", "number", "module"):
         return InputSpec(name, role, (), "float32")
-    shape = tuple(draw(st.lists(st.integers(1, 3), min_size=1, max_size=3)))
+    shape = tuple(draw(_SHAPES))
     if role == "parameter":
         return InputSpec(name, role, shape, "float32", requires_grad=True)
-    dtype = draw(st.sampled_from(_DTYPES)) if draw(st.integers(0, 3)) == 3 else "float32"
-    layout = draw(st.sampled_from(LAYOUTS))
+    dtype = draw(_DTYPE) if draw(_ONE_IN_FOUR) == 3 else "float32"
+    layout = draw(_LAYOUT)
     if schedule not in ("fresh", "dynamic"):
         if layout == "alias_sometimes":
             layout = "alias"  # inputs are built once: aliased on every call
-    elif layout == "alias" and draw(st.booleans()):
+    elif layout == "alias" and draw(_COIN):
         layout = "alias_sometimes"  # rebuilt each call: alias only on some
     alias_of = None
     if layout.startswith("alias"):
@@ -253,7 +268,7 @@ def _tensor_spec(
             return InputSpec(name, role, shape, dtype, True, layout)
     differentiable = dtype in _DIFFERENTIABLE and layout == "contiguous" and role == "argument"
     if family == "autograd":
-        requires_grad = differentiable and (index == 0 or draw(st.booleans()))
+        requires_grad = differentiable and (index == 0 or draw(_COIN))
     else:
         chance = 2 if family in ("mixed", "schedules") else 4
         requires_grad = differentiable and draw(st.integers(0, chance - 1)) == chance - 1
@@ -320,14 +335,14 @@ def _statements(
     Returns ``_STOP`` when the program should end here (0 is where that
     draw shrinks to). Appends the variable it binds to ``variables``.
     """
-    if may_stop and draw(st.integers(0, 5)) == 0:
+    if may_stop and draw(_ONE_IN_SIX) == 0:
         return _STOP
     basic, own = ops
     # The family's own ops seven times in eight; shrinks towards the basic ones.
-    pool = own if own and draw(st.integers(0, 7)) else basic
+    pool = own if own and draw(_ONE_IN_EIGHT) else basic
     # Hypothesis favours small indices in sampled_from; a wide integer taken
     # modulo the pool spreads draws evenly and still shrinks to pool[0].
-    op = pool[draw(st.integers(0, 1023)) % len(pool)]
+    op = pool[draw(_WIDE) % len(pool)]
     # Inputs first, then results newest first: deleting an unrelated earlier
     # statement leaves both an input's index and a chain on the latest value
     # where they were, so the shrinker can delete it.
@@ -418,7 +433,7 @@ def _draw_outputs(draw: Any, variables: list[Var]) -> list[str]:
     # Latest variables first: outputs shrink towards the last result.
     tensors = [v.name for v in reversed(variables) if v.tensor is not None]
     outputs = [draw(st.sampled_from(tensors))]
-    while len(outputs) < 3 and draw(st.booleans()):
+    while len(outputs) < 3 and draw(_COIN):
         outputs.append(draw(st.sampled_from(tensors)))
     return outputs
 
