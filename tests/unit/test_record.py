@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_cgraph.record import main
-from pytest_cgraph.registry import ENTRY_LINE, MARKER_LINE, Registry
+from pytest_cgraph.registry import ENTRY_LINE, MARKER_LINE, KnownBug, Registry
 from pytest_cgraph.repro import replay_in_process
 
 DIFFERS = """
@@ -28,14 +28,21 @@ def inputs(k):
 AGREES = DIFFERS.replace("a0.squeeze_(0)\n    ", "")
 
 
+def recorded(directory: Path) -> tuple[Path, KnownBug]:
+    """DIFFERS written as a program file and recorded into ``directory/known``."""
+    program = directory / "squeeze_then_clamp.py"
+    program.write_text(DIFFERS)
+    registry = directory / "known"
+    assert main([str(program), "--backend", "aot_eager", "--into", str(registry)]) == 0
+    (entry,) = Registry.load([registry]).entries()
+    return program, entry
+
+
 def test_a_differing_program_is_recorded_and_refreshed_in_place(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    program = tmp_path / "squeeze_then_clamp.py"
-    program.write_text(DIFFERS)
-    registry = tmp_path / "known"
-    assert main([str(program), "--backend", "aot_eager", "--into", str(registry)]) == 0
-    (entry,) = Registry.load([registry]).entries()
+    _, entry = recorded(tmp_path)
+    registry = entry.path.parent
     assert entry.signature == "value-output_argument" and entry.layer == "aot_eager"
     assert entry.ops == {"squeeze_", "clamp_"}
     # An entry: the header and program, no copy of the oracle.
@@ -55,11 +62,7 @@ def test_a_differing_program_is_recorded_and_refreshed_in_place(
 def test_an_entry_exports_as_a_standalone_repro_that_reproduces(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    program = tmp_path / "squeeze_then_clamp.py"
-    program.write_text(DIFFERS)
-    registry = tmp_path / "known"
-    assert main([str(program), "--into", str(registry)]) == 0
-    (entry,) = Registry.load([registry]).entries()
+    program, entry = recorded(tmp_path)
     out = tmp_path / "standalone.py"
     assert main(["--export", str(entry.path), str(out)]) == 0
     text = out.read_text()
