@@ -14,6 +14,8 @@ When a torch release fixes one, these tests fail on that torch (and
 
 from __future__ import annotations
 
+import faulthandler
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +27,7 @@ from pytest_cgraph import EquivalenceError
 from pytest_cgraph.record import main as record_main
 from pytest_cgraph.registry import (
     BASE_SIGNATURE,
+    BASELINE_ROOT,
     ENTRY_LINE,
     baseline_dir,
     header_value,
@@ -81,13 +84,20 @@ def test_exported_standalone_file_run_alone_agrees(path: Path, tmp_path: Path) -
     assert "DIFFERENTLY" not in run.stdout
 
 
-def test_an_entry_runs_alone_with_the_installed_oracle() -> None:
-    if not any(path.name == SAMPLE for path in FILES):
-        pytest.skip(f"no {SAMPLE} in the baseline of torch {torch.__version__}")
-    path = next(path for path in FILES if path.name == SAMPLE)
-    run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, check=False)
-    assert run.returncode == 1, run.stderr[-2000:]
-    assert run.stdout.startswith("REPRODUCED (aot_eager): grad difference"), run.stdout
+def test_an_entry_run_as_a_script_replays_with_the_installed_oracle(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # As ``python ENTRY`` runs it (its ``__main__`` block), in this process:
+    # the entry's code is its own few lines, the oracle is this one.
+    path = BASELINE_ROOT / "torch-2.13" / SAMPLE
+    monkeypatch.setattr(sys, "argv", [str(path)])
+    # The script would point faulthandler at this test's captured stderr;
+    # this process's crash reports stay where pytest sent them.
+    monkeypatch.setattr(faulthandler, "enable", lambda *args, **kwargs: None)
+    with pytest.raises(SystemExit) as exited:
+        runpy.run_path(str(path), run_name="__main__")
+    assert exited.value.code == 1
+    assert capfd.readouterr().out.startswith("REPRODUCED (aot_eager): grad difference")
 
 
 HOOK_ON_REFRESHED_VIEW = """
