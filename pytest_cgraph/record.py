@@ -1,19 +1,25 @@
 """Record a hand-written program as a known difference: ``python -m pytest_cgraph.record``.
 
 A team's registry (``--cgraph-known DIR``) and the baseline shipped with
-this package are directories of repro files. This command turns a
-program file (the protocol every drawn program follows: ``program``,
-``inputs(k)``, optionally ``ITERS``) into such a file: it checks the
-program, locates the first diverging layer and writes the verified repro,
-exactly as a campaign would have. A program that shows no difference is
-refused, so that a registry only ever holds reproducing bugs.
+this package are directories of entries. This command turns a program
+file (the protocol every drawn program follows: ``program``, ``inputs(k)``,
+optionally ``ITERS``) into one: it checks the program, locates the first
+diverging layer, verifies the standalone repro exactly as a campaign would
+have, and writes its entry (the repro's header and program, without the
+oracle: a registry of many bugs holds one oracle, the installed one). A
+program that shows no difference is refused, so that a registry only ever
+holds reproducing bugs.
 
     python -m pytest_cgraph.record PROGRAM.py --backend aot_eager --into known/
     python -m pytest_cgraph.record --refresh known/
+    python -m pytest_cgraph.record --export known/ENTRY.py OUT.py
 
-``--refresh`` re-records every repro of a registry from its own program and
-backend, so that its files carry this version's oracle; one that no longer
-reproduces is left as it is and named.
+``--refresh`` re-records every file of a registry from its own program and
+backend, so that its headers say what this version finds (a repro file
+becomes an entry); one that no longer reproduces is left as it is and
+named. ``--export`` writes an entry's standalone repro file, the oracle
+pasted in, to run where pytest-cgraph is not installed or to attach to
+a bug report.
 """
 
 from __future__ import annotations
@@ -57,7 +63,7 @@ def record(
         nodeid=origin,
         replay=f"python -m pytest_cgraph.record {origin} --backend {backend}",
     )
-    return make_repro(Failure(case, difference), into)
+    return make_repro(Failure(case, difference), into, entry=True)
 
 
 def refresh(directory: Path) -> list[str]:
@@ -95,6 +101,19 @@ def refresh(directory: Path) -> list[str]:
     return lines
 
 
+def export_entry(entry: Path, out: Path) -> int:
+    """``--export ENTRY OUT``: 0 once OUT is written, 2 if ENTRY is not a registry file."""
+    from pytest_cgraph.registry import read_entry
+    from pytest_cgraph.repro import export
+
+    if read_entry(entry) is None:
+        print(f"error: {entry} is not a pytest-cgraph entry or repro file", file=sys.stderr)
+        return 2
+    out.write_text(export(entry))
+    print(f"wrote {out}: python {out} replays {entry.name} without pytest-cgraph")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m pytest_cgraph.record",
@@ -106,7 +125,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (cpu)")
     parser.add_argument("--iters", type=int, default=None, help="iterations (the file's ITERS)")
     parser.add_argument("--into", type=Path, help="the registry directory")
+    parser.add_argument(
+        "--export",
+        type=Path,
+        nargs=2,
+        metavar=("ENTRY", "OUT"),
+        help="write ENTRY's standalone repro file (the oracle pasted in) to OUT",
+    )
     arguments = parser.parse_args(argv)
+    if arguments.export is not None:
+        return export_entry(*arguments.export)
     if arguments.refresh is not None:
         if not arguments.refresh.is_dir():
             parser.error(f"--refresh: {arguments.refresh} is not a directory")

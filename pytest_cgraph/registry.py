@@ -1,7 +1,13 @@
-"""Registries of known bugs: directories of repro files, read by their headers.
+"""Registries of known bugs: directories of repro files and entries, read by their headers.
 
-A repro file's first line marks it as this plugin's; its header names the
-failure's base signature and first diverging layer. A failure whose
+Two kinds of file make a registry, both written by this plugin and marked
+as such by their first line. A *repro file* (what a run writes into its
+repro dir) is standalone: the oracle is pasted into it. An *entry* (what
+``python -m pytest_cgraph.record`` writes, and what the shipped baseline
+holds) is the same header, program and settings without the oracle: the
+installed pytest-cgraph replays it, so a baseline of many entries does not
+carry many copies of the oracle. Either header names the failure's base
+signature and first diverging layer. A failure whose
 signature a registry holds is *known*: counted, reported as seen again,
 never shrunk, and (unless ``--cgraph-strict``) never failing the run.
 
@@ -33,6 +39,8 @@ from pytest_cgraph.oracle.difference import Difference
 
 #: First line of every repro file: how the plugin recognises its own files.
 MARKER_LINE = "# pytest-cgraph repro"
+#: First line of every entry: a repro file's header and program, no oracle.
+ENTRY_LINE = "# pytest-cgraph entry"
 
 #: Header lines a registry is read from.
 BASE_SIGNATURE = "# base signature: "
@@ -62,12 +70,23 @@ class KnownBug:
 
 
 def is_repro_file(path: Path) -> bool:
-    """Whether ``path`` is a repro file this plugin wrote (its first line says so)."""
+    """Whether ``path`` is a repro file or entry this plugin wrote (its first line says so)."""
     try:
         with open(path, "rb") as stream:
-            return stream.read(len(MARKER_LINE)) == MARKER_LINE.encode()
+            head = stream.read(max(len(MARKER_LINE), len(ENTRY_LINE)))
     except OSError:
         return False
+    return is_own_text(head.decode(errors="replace"))
+
+
+def is_own_text(text: str) -> bool:
+    """Whether ``text`` starts as a repro file or an entry does."""
+    return text.startswith((MARKER_LINE, ENTRY_LINE))
+
+
+def is_entry(text: str) -> bool:
+    """Whether ``text`` is an entry (replayed by the installed oracle), not a repro file."""
+    return text.startswith(ENTRY_LINE)
 
 
 def header_value(text: str, prefix: str) -> str | None:
@@ -84,7 +103,7 @@ def read_entry(path: Path) -> KnownBug | None:
         return None
     head = text[:_HEADER_BYTES]
     signature = header_value(head, BASE_SIGNATURE)
-    if not head.startswith(MARKER_LINE) or signature is None:
+    if not is_own_text(head) or signature is None:
         return None
     layer = header_value(head, LAYER)
     return KnownBug(
@@ -101,15 +120,18 @@ def _program_in(text: str) -> str:
     return match.group(1) if match else ""
 
 
-#: The one-line literals a repro file assigns, read beside its program.
-_RECORDED_LINE = re.compile(r"^(BACKEND|DEVICE|SIGNATURE) = (.*)$", re.MULTILINE)
+#: The one-line literals a repro file or entry assigns, read beside its program.
+_RECORDED_LINE = re.compile(
+    r"^(BACKEND|BACKEND_MODULES|DEVICE|TIMEOUT|SIGNATURE) = (.*)$", re.MULTILINE
+)
 
 
 def recorded_settings(path: Path) -> dict[str, object]:
-    """A repro file's program, backend, device and signature: the literals it assigns.
+    """A file's program, backend (and its modules), device, timeout and signature.
 
-    Read without running the file (it is a whole oracle and imports torch),
-    by the same reading :func:`read_entry` uses for the program.
+    Read without running the file (a repro file is a whole oracle and
+    imports torch), by the same reading :func:`read_entry` uses for the
+    program: this is how an entry is replayed, refreshed and exported.
     """
     text = path.read_text(errors="replace")
     settings: dict[str, object] = {"PROGRAM_SOURCE": _program_in(text)}

@@ -26,7 +26,7 @@ import types
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_cgraph.failures import (
     UNSEEN,
@@ -41,7 +41,20 @@ from pytest_cgraph.failures import (
 )
 from pytest_cgraph.oracle import MODULES
 from pytest_cgraph.oracle.difference import Kind
-from pytest_cgraph.registry import BASE_SIGNATURE, LAYER, MARKER_LINE, SIZE, header_value
+from pytest_cgraph.registry import (
+    BASE_SIGNATURE,
+    ENTRY_LINE,
+    LAYER,
+    MARKER_LINE,
+    SIZE,
+    header_value,
+    is_entry,
+    is_own_text,
+    recorded_settings,
+)
+
+if TYPE_CHECKING:
+    from pytest_cgraph.oracle.driver import ReproCase
 
 #: Kept beside the repro files while one is written: serialises writers.
 LOCK_NAME = ".cgraph-repro.lock"
@@ -104,12 +117,25 @@ def _under_type_checking(tree: ast.Module, target: ast.AST) -> bool:
     return False
 
 
-def render(failure: Failure, layer: str | None, cudagraph_specific: bool) -> str:
-    """The repro file's text."""
+#: The last header line of a standalone repro file: how to run it.
+STANDALONE_RUN = (
+    "# run: python THIS_FILE [--backend NAME] [--issue]  (exit 1 while the bug is there), "
+    "or pytest THIS_FILE"
+)
+#: The last header line of an entry: it runs only where pytest-cgraph is installed.
+ENTRY_RUN = (
+    "# run: python THIS_FILE [--backend NAME] [--issue]  (exit 1 while the bug is there; "
+    "needs pytest-cgraph); standalone copy: "
+    "python -m pytest_cgraph.record --export THIS_FILE OUT.py"
+)
+FULL_SIGNATURE = "# signature: "
+
+
+def facts(failure: Failure, layer: str | None, cudagraph_specific: bool) -> list[str]:
+    """The header lines saying what failed where: shared by repro files and entries."""
     import torch
 
     case, difference = failure.case, failure.difference
-    full = f"{difference.signature}-{layer}" if layer else difference.signature
     cuda = (
         f"CUDA {torch.version.cuda}, {torch.cuda.get_device_name()}"
         if case.device.startswith("cuda")
@@ -128,9 +154,8 @@ def render(failure: Failure, layer: str | None, cudagraph_specific: bool) -> str
         else f"{layer or 'none below the backend itself'} (ladder eager -> aot_eager -> "
         f"cudagraphs); CUDA-graph path specific: {'yes' if cudagraph_specific else 'no'}"
     )
-    header = [
-        MARKER_LINE,
-        f"# signature: {full}",
+    return [
+        f"{FULL_SIGNATURE}{_full_signature(difference.signature, layer)}",
         f"{BASE_SIGNATURE}{difference.signature}",
         f"{LAYER}{layer or 'none'}",
         f"# failure: {difference.headline()}",
@@ -139,24 +164,50 @@ def render(failure: Failure, layer: str | None, cudagraph_specific: bool) -> str
         f"# torch {torch.__version__}; {cuda}",
         f"{SIZE}{case.size}",
         f"# found by: {case.nodeid or 'a check'}; replay: {replay}",
-        "# run: python THIS_FILE [--backend NAME] [--issue]  (exit 1 while the bug is there), "
-        "or pytest THIS_FILE",
     ]
-    modules = list(dict.fromkeys([*case.setup_modules, *_backend_module(case.backend)]))
-    timeout = case.timeout if difference.kind is Kind.TIMEOUT else None
-    test_name = "test_" + re.sub(r"\W", "_", full).lower()
-    return f"""{chr(10).join(header)}
-from __future__ import annotations
 
-# The program, exactly as it ran (the oracle below executes this text).
+
+def _full_signature(signature: str, layer: str | None) -> str:
+    """The signature with its layer: what a file is named after."""
+    return f"{signature}-{layer}" if layer else signature
+
+
+def repro_case(failure: Failure) -> ReproCase:
+    """What a file of ``failure`` replays: its program and how it was found to fail."""
+    from pytest_cgraph.oracle.driver import ReproCase
+
+    case, difference = failure.case, failure.difference
+    return ReproCase(
+        source=case.source,
+        backend=case.backend,
+        device=case.device,
+        modules=tuple(dict.fromkeys([*case.setup_modules, *_backend_module(case.backend)])),
+        timeout=case.timeout if difference.kind is Kind.TIMEOUT else None,
+        signature=difference.signature,
+    )
+
+
+def _settings(case: ReproCase) -> str:
+    """The literals both kinds of file assign: the program and how it was found to fail."""
+    return f"""# The program, exactly as it ran (the oracle executes this text).
 PROGRAM_SOURCE = {_literal(case.source)}
 
 BACKEND = {case.backend!r}
-BACKEND_MODULES = {modules!r}  # imported first: they register the backend
+BACKEND_MODULES = {list(case.modules)!r}  # imported first: they register the backend
 DEVICE = {case.device!r}
-TIMEOUT = {timeout!r}  # seconds before a hang counts as reproduced (exit 1), or None
-SIGNATURE = {difference.signature!r}  # the failure this file reproduces
+TIMEOUT = {case.timeout!r}  # seconds before a hang counts as reproduced (exit 1), or None
+SIGNATURE = {case.signature!r}  # the failure this file reproduces
+"""
 
+
+def standalone_text(header: list[str], case: ReproCase) -> str:
+    """A repro file: ``header`` (:func:`facts`), the settings and the oracle, verbatim."""
+    full = header_value("\n".join(header), FULL_SIGNATURE) or case.signature
+    test_name = "test_" + re.sub(r"\W", "_", full).lower()
+    return f"""{chr(10).join([MARKER_LINE, *header, STANDALONE_RUN])}
+from __future__ import annotations
+
+{_settings(case)}
 
 # ---- the pytest-cgraph oracle: the code the campaign ran, verbatim; needs torch only ----
 {oracle_source()}
@@ -178,6 +229,62 @@ def {test_name}():
 if __name__ == "__main__":
     main(REPRO)
 """
+
+
+def entry_text(header: list[str], case: ReproCase) -> str:
+    """An entry: ``header`` and the settings, replayed by the installed oracle when run."""
+    return f"""{chr(10).join([ENTRY_LINE, *header, ENTRY_RUN])}
+
+{_settings(case)}
+
+if __name__ == "__main__":
+    from pytest_cgraph.repro import run_entry
+
+    run_entry(__file__)
+"""
+
+
+def render(failure: Failure, layer: str | None, cudagraph_specific: bool) -> str:
+    """The repro file's text."""
+    return standalone_text(facts(failure, layer, cudagraph_specific), repro_case(failure))
+
+
+def header_of(text: str) -> list[str]:
+    """A file's :func:`facts` lines: its header without the first and the run line."""
+    lines = []
+    for line in text.splitlines()[1:]:
+        if not line.startswith("#") or line.startswith("# run: "):
+            break
+        lines.append(line)
+    return lines
+
+
+def recorded_case(path: Path) -> ReproCase:
+    """The case a repro file or entry replays, read from its literals (never run)."""
+    from pytest_cgraph.oracle.driver import ReproCase
+
+    settings = recorded_settings(path)
+    timeout = settings.get("TIMEOUT")
+    return ReproCase(
+        source=str(settings["PROGRAM_SOURCE"]),
+        backend=str(settings["BACKEND"]),
+        device=str(settings["DEVICE"]),
+        modules=tuple(settings.get("BACKEND_MODULES") or ()),  # type: ignore[call-overload]
+        timeout=float(timeout) if isinstance(timeout, (int, float)) else None,
+        signature=str(settings["SIGNATURE"]),
+    )
+
+
+def export(path: Path) -> str:
+    """The standalone repro file of an entry (or of a repro file, with this oracle)."""
+    return standalone_text(header_of(path.read_text()), recorded_case(path))
+
+
+def run_entry(path: str) -> None:
+    """``python ENTRY``: the installed oracle replays the entry, as a repro file would."""
+    from pytest_cgraph.oracle.driver import main
+
+    main(recorded_case(Path(path)))
 
 
 def _literal(source: str) -> str:
@@ -276,10 +383,11 @@ def _subprocess_verdict(
 
 
 def replay_file(path: Path) -> str:
-    """Replay a repro file as it would run alone; the line ``python FILE`` prints.
+    """Replay a repro file or entry as it would run alone; the line ``python FILE`` prints.
 
     A program that ends its process (a crash of the process, a hang) runs
-    in a subprocess; any other in this process, which costs no import.
+    in a subprocess; any other in this process, which costs no import: a
+    repro file with the oracle it carries, an entry with the installed one.
     """
     text = path.read_text()
     signature = header_value(text, BASE_SIGNATURE) or ""
@@ -292,6 +400,10 @@ def replay_file(path: Path) -> str:
         if found is None:
             return f"NOT REPRODUCED: {run.why_not}"
         return found if found.startswith("REPRODUCED") else f"REPRODUCED: {found}"
+    if is_entry(text):
+        from pytest_cgraph.oracle.driver import replay
+
+        return replay(recorded_case(path)).line(signature)
     return str(replay_in_process(text).line(signature))
 
 
@@ -309,9 +421,12 @@ def locate_layer(case: Case) -> tuple[str | None, bool]:
     return first_diverging(rungs)
 
 
-def make_repro(failure: Failure, directory: Path) -> Failure:
+def make_repro(failure: Failure, directory: Path, *, entry: bool = False) -> Failure:
     """Locate the layer, render, verify and write (or keep the smaller) repro.
 
+    With ``entry``, what is written is the verified file's entry (its
+    header and program without the oracle), for a registry: the standalone
+    file is still what is verified, and :func:`export` gives it back.
     Returns the failure with its :class:`ReproResult`. A program that hangs
     or kills its process is neither located on the ladder nor verified here
     (either would hang or kill this process): its file is verified by
@@ -347,7 +462,9 @@ def make_repro(failure: Failure, directory: Path) -> Failure:
     if found is None:
         result = ReproResult(ReproStatus.NOT_REPRODUCIBLE, None, detail, layer, specific)
         return failure.with_repro(result)
-    name = f"{difference.signature}-{layer}" if layer else difference.signature
+    if entry:
+        text = entry_text(facts(failure, layer, specific), repro_case(failure))
+    name = _full_signature(difference.signature, layer)
     try:
         path, status = write_repro(directory, name, text, failure.case.size)
     except OSError as error:
@@ -371,7 +488,7 @@ def write_repro(directory: Path, name: str, text: str, size: int) -> tuple[Path,
         suffix = 2
         while target.exists():
             existing = target.read_text(errors="replace")
-            old_size = header_value(existing, SIZE) if existing.startswith(MARKER_LINE) else None
+            old_size = header_value(existing, SIZE) if is_own_text(existing) else None
             if old_size is not None and old_size.isdigit():
                 if int(old_size) <= size:
                     return target, ReproStatus.KEPT_SMALLER

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from cgraph_doubles.workers import WORKERS
 from pytest_cgraph.strategies import OPS
 
 pytest_plugins = "pytester"
@@ -28,7 +29,7 @@ def campaign(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess("--cgraph", *QUIET, *args)
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["plain", "xdist"])
+@pytest.mark.parametrize("workers", WORKERS)
 def test_campaign_runs_families_and_reports_them(
     pytester: pytest.Pytester, workers: list[str]
 ) -> None:
@@ -112,6 +113,11 @@ def test_unknown_family_is_a_usage_error(pytester: pytest.Pytester) -> None:
     )
 
 
+# The costliest test of the suite: a 40-program hunt that shrinks the fault
+# and the torch bugs found beside it, verifies every repro, then runs each.
+# The default suite covers a campaign's fault, repro and regression run
+# through the cheaper test_known_bugs and test_marker runs; this is deep.
+@pytest.mark.deep
 def test_broken_backend_from_a_plugin_fails_with_a_shrunk_program(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -172,7 +178,7 @@ pytest_cgraph.campaign.PROGRESS_SECONDS = 0.0
 """
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["plain", "xdist"])
+@pytest.mark.parametrize("workers", WORKERS)
 def test_a_running_item_shows_its_progress_with_v(
     pytester: pytest.Pytester, workers: list[str]
 ) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from cgraph_doubles.workers import WORKERS
+
 pytest_plugins = "pytester"
 
 USES_FIXTURE = """
@@ -27,7 +29,7 @@ def test_fails_on_a_difference(cgraph):
 """
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["plain", "xdist"])
+@pytest.mark.parametrize("workers", WORKERS)
 def test_fixture_uses_session_options(pytester: pytest.Pytester, workers: list[str]) -> None:
     pytester.makepyfile(USES_FIXTURE)
     result = pytester.runpytest_subprocess(

@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from cgraph_doubles.workers import WORKERS
+
 pytest_plugins = "pytester"
 
 # --cgraph with the campaign cut to one deselected item: only the marked tests run.
@@ -92,7 +94,7 @@ def test_marked_tests_pass_eagerly_without_cgraph(pytester: pytest.Pytester) -> 
     assert "cgraph summary" not in result.stdout.str()
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["plain", "xdist"])
+@pytest.mark.parametrize("workers", WORKERS)
 def test_marked_tests_are_checked_with_cgraph(
     pytester: pytest.Pytester, workers: list[str]
 ) -> None:

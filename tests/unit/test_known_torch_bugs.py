@@ -1,16 +1,21 @@
-"""The torch differences this project has recorded: the shipped baseline's repro files.
+"""The torch differences this project has recorded: the shipped baseline's entries.
 
 One list, not two: the baseline under ``pytest_cgraph/known/torch-X.Y/`` is
-what a campaign counts as known, and what these tests check. Each file's
+what a campaign counts as known, and what these tests check. Each entry's
 program, run in this process through the runner, must fail with the
-signature the file was written for, and so must the file run alone as
-``python FILE``: the in-process verdict and the repro's verdict agree.
+signature the entry was written for; and the entry's standalone repro
+(``python -m pytest_cgraph.record --export``), run alone as ``python FILE``,
+must agree. The in-process check covers every entry in the default run;
+the standalone one costs a process and a compile per entry, so one entry
+runs it by default and every entry under ``-m deep`` (CI runs both).
 When a torch release fixes one, these tests fail on that torch (and
 ``pytest --cgraph-check-known`` names it), so the entry is retired.
 """
 
 from __future__ import annotations
 
+import faulthandler
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -19,47 +24,80 @@ import pytest
 import torch
 
 from pytest_cgraph import EquivalenceError
+from pytest_cgraph.record import main as record_main
 from pytest_cgraph.registry import (
     BASE_SIGNATURE,
+    BASELINE_ROOT,
+    ENTRY_LINE,
     baseline_dir,
     header_value,
     read_entry,
-    recorded_settings,
 )
+from pytest_cgraph.repro import recorded_case
 from pytest_cgraph.runner import check_source
 
 BASELINE = baseline_dir(torch.__version__)
 FILES = sorted(BASELINE.glob("*.py")) if BASELINE is not None else []
+#: The entry whose standalone file the default run checks: a small, quick one.
+SAMPLE = "grad-grad-aot_eager.py"
 
 
 def test_the_running_torch_has_a_baseline_or_none_is_claimed() -> None:
     if torch.__version__.startswith("2.13."):
         assert len(FILES) >= 9, FILES
     for path in FILES:
+        text = path.read_text()
         entry = read_entry(path)
-        assert entry is not None and entry.signature == header_value(
-            path.read_text(), BASE_SIGNATURE
-        )
+        assert entry is not None and entry.signature == header_value(text, BASE_SIGNATURE)
+        # Entries, not standalone files: the baseline carries no oracle copies.
+        assert text.startswith(ENTRY_LINE), path
+        assert "def replay(" not in text and len(text.splitlines()) < 200, path
 
 
 @pytest.mark.parametrize("path", FILES, ids=[path.stem[:60] for path in FILES])
 def test_recorded_difference_still_fails_in_process_with_its_signature(path: Path) -> None:
-    recorded = recorded_settings(path)
+    case = recorded_case(path)
     with pytest.raises(EquivalenceError) as caught:
-        check_source(
-            str(recorded["PROGRAM_SOURCE"]),
-            backend=str(recorded["BACKEND"]),
-            device=str(recorded["DEVICE"]),
-        )
-    assert caught.value.difference.signature == recorded["SIGNATURE"]
+        check_source(case.source, backend=case.backend, device=case.device)
+    assert caught.value.difference.signature == case.signature
 
 
-@pytest.mark.parametrize("path", FILES, ids=[path.stem[:60] for path in FILES])
-def test_recorded_difference_file_run_alone_agrees(path: Path) -> None:
-    run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, check=False)
+def _standalone_params() -> list[object]:
+    """Every entry; all but :data:`SAMPLE` only under ``-m deep``."""
+    return [
+        pytest.param(path, id=path.stem[:60], marks=() if path.name == SAMPLE else pytest.mark.deep)
+        for path in FILES
+    ]
+
+
+@pytest.mark.parametrize("path", _standalone_params())
+def test_exported_standalone_file_run_alone_agrees(path: Path, tmp_path: Path) -> None:
+    out = tmp_path / path.name
+    assert record_main(["--export", str(path), str(out)]) == 0
+    assert "from pytest_cgraph" not in out.read_text()
+    # Run with no path to this package: the exported file needs torch alone.
+    run = subprocess.run(
+        [sys.executable, "-I", str(out)], capture_output=True, text=True, check=False
+    )
     assert run.returncode == 1, run.stderr[-2000:]
     assert run.stdout.startswith("REPRODUCED ("), run.stdout
     assert "DIFFERENTLY" not in run.stdout
+
+
+def test_an_entry_run_as_a_script_replays_with_the_installed_oracle(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # As ``python ENTRY`` runs it (its ``__main__`` block), in this process:
+    # the entry's code is its own few lines, the oracle is this one.
+    path = BASELINE_ROOT / "torch-2.13" / SAMPLE
+    monkeypatch.setattr(sys, "argv", [str(path)])
+    # The script would point faulthandler at this test's captured stderr;
+    # this process's crash reports stay where pytest sent them.
+    monkeypatch.setattr(faulthandler, "enable", lambda *args, **kwargs: None)
+    with pytest.raises(SystemExit) as exited:
+        runpy.run_path(str(path), run_name="__main__")
+    assert exited.value.code == 1
+    assert capfd.readouterr().out.startswith("REPRODUCED (aot_eager): grad difference")
 
 
 HOOK_ON_REFRESHED_VIEW = """

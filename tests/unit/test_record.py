@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from pytest_cgraph.record import main
-from pytest_cgraph.registry import Registry
+from pytest_cgraph.registry import ENTRY_LINE, MARKER_LINE, KnownBug, Registry
+from pytest_cgraph.repro import replay_in_process
 
 DIFFERS = """
 import torch
@@ -27,16 +28,26 @@ def inputs(k):
 AGREES = DIFFERS.replace("a0.squeeze_(0)\n    ", "")
 
 
+def recorded(directory: Path) -> tuple[Path, KnownBug]:
+    """DIFFERS written as a program file and recorded into ``directory/known``."""
+    program = directory / "squeeze_then_clamp.py"
+    program.write_text(DIFFERS)
+    registry = directory / "known"
+    assert main([str(program), "--backend", "aot_eager", "--into", str(registry)]) == 0
+    (entry,) = Registry.load([registry]).entries()
+    return program, entry
+
+
 def test_a_differing_program_is_recorded_and_refreshed_in_place(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    program = tmp_path / "squeeze_then_clamp.py"
-    program.write_text(DIFFERS)
-    registry = tmp_path / "known"
-    assert main([str(program), "--backend", "aot_eager", "--into", str(registry)]) == 0
-    (entry,) = Registry.load([registry]).entries()
+    _, entry = recorded(tmp_path)
+    registry = entry.path.parent
     assert entry.signature == "value-output_argument" and entry.layer == "aot_eager"
     assert entry.ops == {"squeeze_", "clamp_"}
+    # An entry: the header and program, no copy of the oracle.
+    written = entry.path.read_text()
+    assert written.startswith(ENTRY_LINE) and "class ReproCase" not in written
     # A second entry of the same signature, renamed: refreshing keeps both.
     twin = entry.path.with_name(entry.path.stem + "-2.py")
     twin.write_text(entry.path.read_text())
@@ -45,6 +56,23 @@ def test_a_differing_program_is_recorded_and_refreshed_in_place(
         [entry.path.name, twin.name]
     )
     assert "refreshed" in capsys.readouterr().out
+    assert twin.read_text().startswith(ENTRY_LINE)
+
+
+def test_an_entry_exports_as_a_standalone_repro_that_reproduces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program, entry = recorded(tmp_path)
+    out = tmp_path / "standalone.py"
+    assert main(["--export", str(entry.path), str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith(MARKER_LINE) and "class ReproCase" in text
+    # The entry's header and program carry over unchanged.
+    head = entry.path.read_text().splitlines()[1:10]
+    assert text.splitlines()[1:10] == head
+    assert replay_in_process(text).same_as(entry.signature)
+    assert main(["--export", str(program), str(tmp_path / "nope.py")]) == 2
+    assert "is not a pytest-cgraph entry" in capsys.readouterr().err
 
 
 def test_a_program_that_agrees_is_refused(
