@@ -195,6 +195,14 @@ def _assign(expression: str) -> Builder:
     return lambda ctx: ([f"{ctx.new_name} = {expression.format(x=ctx.x)}"], True)
 
 
+def _assign_one_of(*expressions: str) -> Builder:
+    """``v = <one of expressions>``, drawn (shrinks to the first), ``{x}`` the target."""
+    return lambda ctx: (
+        [f"{ctx.new_name} = {ctx.draw(st.sampled_from(expressions)).format(x=ctx.x)}"],
+        True,
+    )
+
+
 def _statement(line: str) -> Builder:
     return lambda ctx: ([line.format(x=ctx.x)], False)
 
@@ -575,37 +583,28 @@ def _reduce(ctx: Context) -> tuple[list[str], bool]:
     return [f"{ctx.new_name} = {ctx.x}.{op}({ctx.dim()}, keepdim={keepdim})"], True
 
 
-def _maybe_same(ctx: Context) -> tuple[list[str], bool]:
-    # Ops that may return their input itself rather than a new tensor.
-    # Not dropout(training=False): torch 2.13 compiles it to a copy where
-    # eager returns the input (pytorch/pytorch#115249, recorded in the
-    # baseline four ways); drawn, it re-finds that one bug under every op mix.
-    how = ctx.draw(
-        st.sampled_from(
-            [
-                "{x}.contiguous()",
-                "{x}.to({x}.dtype)",
-                "{x}.type_as({x})",
-            ]
-        )
-    )
-    return [f"{ctx.new_name} = {how.format(x=ctx.x)}"], True
+# Ops that may return their input itself rather than a new tensor.
+# Not dropout(training=False): torch 2.13 compiles it to a copy where
+# eager returns the input (pytorch/pytorch#115249, recorded in the
+# baseline four ways); drawn, it re-finds that one bug under every op mix.
+_maybe_same = _assign_one_of("{x}.contiguous()", "{x}.to({x}.dtype)", "{x}.type_as({x})")
 
+# Python values read off a tensor (size, rank, requires_grad), used by
+# later statements: Dynamo guards on them or specialises.
+_metadata_read = _assign_one_of(
+    "{x}.size(0) if {x}.dim() else 1",
+    "{x}.dim() + 1",
+    "{x}.numel()",
+    "2 if {x}.requires_grad else 3",
+)
 
-def _metadata_read(ctx: Context) -> tuple[list[str], bool]:
-    # Python values read off a tensor (size, rank, requires_grad), used by
-    # later statements: Dynamo guards on them or specialises.
-    how = ctx.draw(
-        st.sampled_from(
-            [
-                "{x}.size(0) if {x}.dim() else 1",
-                "{x}.dim() + 1",
-                "{x}.numel()",
-                "2 if {x}.requires_grad else 3",
-            ]
-        )
-    )
-    return [f"{ctx.new_name} = {how.format(x=ctx.x)}"], True
+# Definitions: strategies/templates.py (the program carries them).
+_autograd_function = _assign_one_of(
+    "SavedScale.apply({x})",
+    "OnceScale.apply({x})",
+    "WithArgmax.apply({x})[0]",
+    "DirtyDouble.apply({x})",
+)
 
 
 def _grad_mode(ctx: Context) -> tuple[list[str], bool]:
@@ -629,30 +628,17 @@ def _complex_viewable(var: Var) -> bool:
     )
 
 
+_real_views = _assign_one_of("{x}.real", "{x}.imag", "torch.view_as_real({x})")
+
+
 def _complex_view(ctx: Context) -> tuple[list[str], bool]:
     if not ctx.t.dtype.is_complex:
         return [f"{ctx.new_name} = torch.view_as_complex({ctx.x})"], True
-    how = ctx.draw(st.sampled_from(["{x}.real", "{x}.imag", "torch.view_as_real({x})"]))
-    return [f"{ctx.new_name} = {how.format(x=ctx.x)}"], True
+    return _real_views(ctx)
 
 
 def _zero_size(ctx: Context) -> tuple[list[str], bool]:
     return [f"{ctx.new_name} = {ctx.x}.narrow({ctx.dim()}, 0, 0)"], True
-
-
-def _autograd_function(ctx: Context) -> tuple[list[str], bool]:
-    # Definitions: strategies/templates.py (the program carries them).
-    how = ctx.draw(
-        st.sampled_from(
-            [
-                "SavedScale.apply({x})",
-                "OnceScale.apply({x})",
-                "WithArgmax.apply({x})[0]",
-                "DirtyDouble.apply({x})",
-            ]
-        )
-    )
-    return [f"{ctx.new_name} = {how.format(x=ctx.x)}"], True
 
 
 def _custom_op(ctx: Context) -> tuple[list[str], bool]:
