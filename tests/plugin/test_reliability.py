@@ -106,6 +106,8 @@ def test_a_hang_is_a_timeout_failure_within_the_limit(killers: pytest.Pytester) 
     assert "TIMEOUT = 3.0" in text
 
 
+# Deep: mostly waiting for the hard limit; the hang within the limit stays in the default run.
+@pytest.mark.deep
 def test_a_hang_that_ignores_interruption_meets_the_hard_limit(killers: pytest.Pytester) -> None:
     started = time.monotonic()
     result = hunt(
@@ -175,6 +177,8 @@ def test_a_run_that_died_is_reported_by_the_next(killers: pytest.Pytester) -> No
     assert os.path.exists(killers.path / "cgraph-repros" / "crash-process-SIGSEGV.py")
 
 
+# Deep: a second dead-worker run; a segfault under xdist stays in the default run.
+@pytest.mark.deep
 def test_report_records_crashes_from_dead_workers(killers: pytest.Pytester) -> None:
     result = hunt(
         killers,
