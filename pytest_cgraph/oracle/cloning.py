@@ -165,10 +165,18 @@ def _clone_group(tensors: list[torch.Tensor], device: torch.device | None) -> li
             over_new_storage(owner, owner.size(), owner.stride(), owner.storage_offset()),
         )
     else:
-        # Only views were given: stand their base in with a flat tensor over
-        # the whole storage, differentiable if any of the views was.
+        # Only views were given: stand their base in with a tensor of the
+        # base's own geometry (AOTAutograd replays an output's views from
+        # the base, so a base of another rank is another program), or a
+        # flat one over the whole storage where the base is not at hand;
+        # differentiable if any of the views was.
         first = tensors[0]
-        base = over_new_storage(first, (new_storage.nbytes() // first.element_size(),), (1,), 0)
+        known = first._base
+        if known is not None and known.dtype == first.dtype:
+            geometry = (known.size(), known.stride(), known.storage_offset())
+        else:
+            geometry = ((new_storage.nbytes() // first.element_size(),), (1,), 0)
+        base = over_new_storage(first, *geometry)
         if any(t.requires_grad for t in tensors):
             base.requires_grad_(True)
 

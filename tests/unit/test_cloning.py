@@ -71,3 +71,30 @@ def test_a_non_leaf_stays_a_non_leaf_and_keeps_its_view_ness() -> None:
     assert not computed._is_view()
     computed.add_(1)
     assert viewed._is_view()
+
+
+def test_a_view_passed_without_its_base_keeps_the_base_geometry() -> None:
+    # AOTAutograd replays an output's views from the input's base, so a copy
+    # whose base had another rank would check another program.
+    x = torch.zeros(2, 3).t()
+    (copy,) = clone_preserving_aliases([x])
+    assert copy._base is not None
+    assert (copy._base.shape, copy._base.stride()) == (x._base.shape, x._base.stride())
+
+
+def test_a_view_of_a_base_of_its_own_rank_is_checked_as_written() -> None:
+    from pytest_cgraph.runner import check_source
+
+    # Mutating the input through an as_strided view and returning a view of
+    # it compiles correctly for this input; with a flat stand-in base the
+    # copy met torch's failure on bases of another rank (a false crash).
+    source = (
+        "import torch\n"
+        "def program(a0):\n"
+        "    a0.as_strided((1,), (1,), a0.storage_offset()).add_(1)\n"
+        "    return (a0.unsqueeze(2),)\n"
+        "def inputs(k):\n"
+        "    return (torch.ones((1, 1)).transpose(0, 1),)\n"
+        "ITERS = 2\n"
+    )
+    assert check_source(source, backend="aot_eager").iterations == 2
