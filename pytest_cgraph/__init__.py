@@ -6,38 +6,22 @@ The public names are loaded on first use, so that importing the pytest plugin
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+import lazy_loader
 
 if TYPE_CHECKING:
-    from pytest_cgraph.errors import ConfigurationError, EquivalenceError, InvalidProgram
-    from pytest_cgraph.runner import CheckReport, check_equivalent
+    # For type checkers and IDEs only: at run time the names load on first use.
+    from pytest_cgraph.errors import ConfigurationError as ConfigurationError
+    from pytest_cgraph.errors import EquivalenceError as EquivalenceError
+    from pytest_cgraph.errors import InvalidProgram as InvalidProgram
+    from pytest_cgraph.runner import CheckReport as CheckReport
+    from pytest_cgraph.runner import check_equivalent as check_equivalent
 
-__all__ = [
-    "CheckReport",
-    "ConfigurationError",
-    "EquivalenceError",
-    "InvalidProgram",
-    "check_equivalent",
-]
-
-_HOMES = {
-    "CheckReport": "pytest_cgraph.runner",
-    "check_equivalent": "pytest_cgraph.runner",
-    "ConfigurationError": "pytest_cgraph.errors",
-    "EquivalenceError": "pytest_cgraph.errors",
-    "InvalidProgram": "pytest_cgraph.errors",
-}
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'pytest_cgraph' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "runner": ["CheckReport", "check_equivalent"],
+        "errors": ["ConfigurationError", "EquivalenceError", "InvalidProgram"],
+    },
+)

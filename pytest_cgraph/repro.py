@@ -202,7 +202,10 @@ SIGNATURE = {case.signature!r}  # the failure this file reproduces
 
 def standalone_text(header: list[str], case: ReproCase) -> str:
     """A repro file: ``header`` (:func:`facts`), the settings and the oracle, verbatim."""
-    full = header_value("\n".join(header), FULL_SIGNATURE) or case.signature
+    # The header opens with the full signature (:func:`facts`): the test's name.
+    first = header[0] if header else ""
+    full = first.removeprefix(FULL_SIGNATURE) if first.startswith(FULL_SIGNATURE) else ""
+    full = full or case.signature
     test_name = "test_" + re.sub(r"\W", "_", full).lower()
     return f"""{chr(10).join([MARKER_LINE, *header, STANDALONE_RUN])}
 from __future__ import annotations

@@ -8,42 +8,14 @@ use, so ``pytest_cgraph.strategies.families`` stays importable without torch.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+import lazy_loader
 
-__all__ = [
-    "FAMILIES",
-    "OPS",
-    "SCHEDULES",
-    "InputSpec",
-    "OpSpec",
-    "Program",
-    "Statement",
-    "draw_programs",
-    "programs",
-]
-
-_HOMES = {
-    "FAMILIES": "families",
-    "OPS": "ops",
-    "OpSpec": "ops",
-    "SCHEDULES": "program",
-    "InputSpec": "program",
-    "Program": "program",
-    "Statement": "program",
-    "programs": "generate",
-    "draw_programs": "generate",
-}
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'pytest_cgraph.strategies' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "families": ["FAMILIES"],
+        "ops": ["OPS", "OpSpec"],
+        "program": ["SCHEDULES", "InputSpec", "Program", "Statement"],
+        "generate": ["programs", "draw_programs"],
+    },
+)
