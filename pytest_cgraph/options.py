@@ -107,7 +107,7 @@ OPTIONS = (
     ),
     Option(
         "--cgraph-known",
-        "another directory of repro files whose bugs count as known (repeatable)",
+        "another directory of entries or repro files whose bugs count as known (repeatable)",
         (),
         OptionKind.REPEATED,
     ),

@@ -5,21 +5,23 @@ this package are directories of entries. This command turns a program
 file (the protocol every drawn program follows: ``program``, ``inputs(k)``,
 optionally ``ITERS``) into one: it checks the program, locates the first
 diverging layer, verifies the standalone repro exactly as a campaign would
-have, and writes its entry (the repro's header and program, without the
-oracle: a registry of many bugs holds one oracle, the installed one). A
+have, and writes its entry: ``NAME.toml``, a TOML data file holding the
+repro's header (as comments) and its program and settings, without the
+oracle: a registry of many bugs holds one oracle, the installed one. A
 program that shows no difference is refused, so that a registry only ever
 holds reproducing bugs.
 
     python -m pytest_cgraph.record PROGRAM.py --backend aot_eager --into known/
     python -m pytest_cgraph.record --refresh known/
-    python -m pytest_cgraph.record --export known/ENTRY.py OUT.py
+    python -m pytest_cgraph.record --export known/ENTRY.toml OUT.py && python OUT.py
 
 ``--refresh`` re-records every file of a registry from its own program and
-backend, so that its headers say what this version finds (a repro file
-becomes an entry); one that no longer reproduces is left as it is and
-named. ``--export`` writes an entry's standalone repro file, the oracle
-pasted in, to run where pytest-cgraph is not installed or to attach to
-a bug report.
+backend, so that its headers say what this version finds (a repro file, or
+an entry of the older ``.py`` kind, becomes a ``.toml`` entry of the same
+name); one that no longer reproduces is left as it is and named.
+``--export`` writes an entry's standalone repro file, the oracle pasted in:
+how an entry is run by hand, where pytest-cgraph is not installed too, or
+attached to a bug report.
 """
 
 from __future__ import annotations
@@ -70,19 +72,28 @@ def refresh(directory: Path) -> list[str]:
     """Re-record every repro file of ``directory`` in place; one line per file."""
     import tempfile
 
-    from pytest_cgraph.registry import is_repro_file, recorded_settings
+    from pytest_cgraph.registry import (
+        ENTRY_SUFFIX,
+        is_repro_file,
+        recorded_settings,
+        registry_files,
+    )
 
     lines = []
-    for path in sorted(directory.glob("*.py")):
+    for path in registry_files(directory):
         if not is_repro_file(path):
+            continue
+        target = path.with_suffix(ENTRY_SUFFIX)
+        if target != path and target.exists():
+            lines.append(f"KEPT AS IT WAS {path.name}: {target.name} is there already")
             continue
         settings = recorded_settings(path)
         with tempfile.TemporaryDirectory(prefix="cgraph-refresh-") as scratch:
             try:
                 failure = record(
-                    str(settings["PROGRAM_SOURCE"]),
-                    backend=str(settings["BACKEND"]),
-                    device=str(settings["DEVICE"]),
+                    str(settings["program"]),
+                    backend=str(settings["backend"]),
+                    device=str(settings["device"]),
                     iters=None,
                     into=Path(scratch),
                     origin=path.name,
@@ -90,14 +101,16 @@ def refresh(directory: Path) -> list[str]:
             except (ValueError, ConfigurationError) as error:
                 lines.append(f"KEPT AS IT WAS {path.name}: {error}")
                 continue
-            written = sorted(Path(scratch).glob("*.py"))
+            written = sorted(Path(scratch).glob(f"*{ENTRY_SUFFIX}"))
             if failure.repro is None or not failure.repro.verified or len(written) != 1:
                 lines.append(f"KEPT AS IT WAS {path.name}: the new file did not verify")
                 continue
-            # The file keeps its name: two entries may share a signature
-            # (different programs of it), and neither may replace the other.
-            written[0].replace(path)
-            lines.append(f"refreshed {path.name}")
+            # The file keeps its name (an entry's suffix): two entries may share
+            # a signature (different programs of it), and neither may replace the other.
+            written[0].replace(target)
+            if target != path:
+                path.unlink()  # a .py file, now its entry
+            lines.append(f"refreshed {target.name}")
     return lines
 
 

@@ -1,13 +1,14 @@
 """Registries of known bugs: directories of repro files and entries, read by their headers.
 
 Two kinds of file make a registry, both written by this plugin and marked
-as such by their first line. A *repro file* (what a run writes into its
-repro dir) is standalone: the oracle is pasted into it. An *entry* (what
-``python -m pytest_cgraph.record`` writes, and what the shipped baseline
-holds) is the same header, program and settings without the oracle: the
-installed pytest-cgraph replays it, so a baseline of many entries does not
-carry many copies of the oracle. Either header names the failure's base
-signature and first diverging layer. A failure whose
+as such by their first line. A *repro file* (``.py``, what a run writes into
+its repro dir) is a standalone script: the oracle is pasted into it. An
+*entry* (``.toml``, what ``python -m pytest_cgraph.record`` writes, and what
+the shipped baseline holds) is data: the same header, as TOML comments, and
+the program and settings as TOML keys, without the oracle: the installed
+pytest-cgraph replays it, so a baseline of many entries does not carry many
+copies of the oracle. Either header names the failure's base signature and
+first diverging layer. A failure whose
 signature a registry holds is *known*: counted, reported as seen again,
 never shrunk, and (unless ``--cgraph-strict``) never failing the run.
 
@@ -31,11 +32,17 @@ from __future__ import annotations
 import ast
 import functools
 import re
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_cgraph.oracle.difference import Difference
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - the same parser, before it joined the standard library
+    import tomli as tomllib
 
 #: First line of every repro file: how the plugin recognises its own files.
 MARKER_LINE = "# pytest-cgraph repro"
@@ -46,6 +53,11 @@ ENTRY_LINE = "# pytest-cgraph entry"
 BASE_SIGNATURE = "# base signature: "
 LAYER = "# layer: "
 SIZE = "# size: "
+
+#: A repro file's suffix: a Python script.
+REPRO_SUFFIX = ".py"
+#: An entry's suffix: a TOML data file.
+ENTRY_SUFFIX = ".toml"
 
 #: Where the shipped baselines live, one directory per torch release.
 BASELINE_ROOT = Path(__file__).with_name("known")
@@ -96,7 +108,7 @@ def header_value(text: str, prefix: str) -> str | None:
 
 
 def read_entry(path: Path) -> KnownBug | None:
-    """The entry a repro file stands for; ``None`` for foreign or unreadable files."""
+    """The entry a repro file or entry stands for; ``None`` for foreign or unreadable files."""
     try:
         text = path.read_text(errors="replace")
     except OSError:
@@ -107,7 +119,28 @@ def read_entry(path: Path) -> KnownBug | None:
         return None
     layer = header_value(head, LAYER)
     return KnownBug(
-        signature, None if layer in (None, "none") else layer, path, program_ops(_program_in(text))
+        signature,
+        None if layer in (None, "none") else layer,
+        path,
+        program_ops(_program_of(path, text)),
+    )
+
+
+def _program_of(path: Path, text: str) -> str:
+    """The program of a repro file's or entry's ``text``, or "" if it has none."""
+    if path.suffix != ENTRY_SUFFIX:
+        return _program_in(text)
+    try:
+        program = tomllib.loads(text).get("program", "")
+    except tomllib.TOMLDecodeError:
+        return ""  # replaying the entry says what is wrong with it
+    return program if isinstance(program, str) else ""
+
+
+def registry_files(directory: Path) -> list[Path]:
+    """The files of ``directory`` a registry may hold (repro files and entries), by name."""
+    return sorted(
+        path for path in directory.glob("*") if path.suffix in (REPRO_SUFFIX, ENTRY_SUFFIX)
     )
 
 
@@ -120,27 +153,36 @@ def _program_in(text: str) -> str:
     return match.group(1) if match else ""
 
 
-#: The one-line literals a repro file or entry assigns, read beside its program.
+#: The one-line literals a repro file assigns, read beside its program, by their entry keys.
 _RECORDED_LINE = re.compile(
     r"^(BACKEND|BACKEND_MODULES|DEVICE|TIMEOUT|SIGNATURE) = (.*)$", re.MULTILINE
 )
 
 
 def recorded_settings(path: Path) -> dict[str, object]:
-    """A file's program, backend (and its modules), device, timeout and signature.
+    """A file's ``program``, ``backend`` (and its ``backend_modules``), ``device``,
+    ``timeout`` (absent: none) and ``signature``, by an entry's keys.
 
-    Read without running the file (a repro file is a whole oracle and
-    imports torch), by the same reading :func:`read_entry` uses for the
-    program: this is how an entry is replayed, refreshed and exported.
+    Read without running the file: an entry is TOML, read by ``tomllib``; a
+    repro file (a whole oracle, which imports torch) is read from its
+    literals, by the same reading :func:`read_entry` uses for the program.
+    This is how either is replayed, refreshed and exported.
     """
+    if path.suffix == ENTRY_SUFFIX:
+        # Bytes, not text: a newline inside the program stays as it was written.
+        return tomllib.loads(path.read_bytes().decode())
     text = path.read_text(errors="replace")
-    settings: dict[str, object] = {"PROGRAM_SOURCE": _program_in(text)}
+    literals: dict[str, object] = {}
     for match in _RECORDED_LINE.finditer(text):
         # "NAME = 'literal'  # a comment": the line's expression is the literal.
         value = ast.parse(match.group(2)).body[0]
         assert isinstance(value, ast.Expr)
-        settings.setdefault(match.group(1), ast.literal_eval(value.value))
-    return settings
+        literals.setdefault(match.group(1).lower(), ast.literal_eval(value.value))
+    # An entry has no key for what is None (TOML has no null): neither has this.
+    return {
+        "program": _program_in(text),
+        **{key: value for key, value in literals.items() if value is not None},
+    }
 
 
 def program_ops(source: str) -> frozenset[str]:
@@ -192,13 +234,13 @@ class Registry:
 
     @classmethod
     def load(cls, directories: Iterable[Path]) -> Registry:
-        """Every repro file of ``directories`` (missing ones are skipped), in order."""
+        """Every repro file and entry of ``directories`` (missing ones are skipped), in order."""
         entries = []
         for directory in directories:
             if directory.is_dir():
                 entries.extend(
                     entry
-                    for path in sorted(directory.glob("*.py"))
+                    for path in registry_files(directory)
                     if (entry := read_entry(path)) is not None
                 )
         return cls(entries)

@@ -10,6 +10,11 @@ written atomically under a lock, and named by signature: the same bug
 always lands in the same file, and a smaller program replaces a larger one,
 never the reverse. A file in the repro dir that this plugin did not write is
 never overwritten.
+
+An entry (:func:`entry_text`, for a registry) is the same header and
+settings without the oracle, as TOML data (``NAME.toml``): the installed
+oracle reads and replays it, and :func:`export` turns it back into the
+repro file it was verified as.
 """
 
 from __future__ import annotations
@@ -44,8 +49,10 @@ from pytest_cgraph.oracle.difference import Kind
 from pytest_cgraph.registry import (
     BASE_SIGNATURE,
     ENTRY_LINE,
+    ENTRY_SUFFIX,
     LAYER,
     MARKER_LINE,
+    REPRO_SUFFIX,
     SIZE,
     header_value,
     is_entry,
@@ -122,11 +129,10 @@ STANDALONE_RUN = (
     "# run: python THIS_FILE [--backend NAME] [--issue]  (exit 1 while the bug is there), "
     "or pytest THIS_FILE"
 )
-#: The last header line of an entry: it runs only where pytest-cgraph is installed.
+#: The last header line of an entry: data, replayed through its standalone repro file.
 ENTRY_RUN = (
-    "# run: python THIS_FILE [--backend NAME] [--issue]  (exit 1 while the bug is there; "
-    "needs pytest-cgraph); standalone copy: "
-    "python -m pytest_cgraph.record --export THIS_FILE OUT.py"
+    "# run: python -m pytest_cgraph.record --export THIS_FILE OUT.py && "
+    "python OUT.py [--backend NAME] [--issue]  (exit 1 while the bug is there)"
 )
 FULL_SIGNATURE = "# signature: "
 
@@ -235,16 +241,60 @@ if __name__ == "__main__":
 
 
 def entry_text(header: list[str], case: ReproCase) -> str:
-    """An entry: ``header`` and the settings, replayed by the installed oracle when run."""
+    """An entry: ``header`` as TOML comments, the settings as TOML keys.
+
+    Data, never run: the installed oracle reads it (``tomllib``) and
+    replays it. A ``timeout`` of None is left out (TOML has no null).
+    """
+    modules = ", ".join(_toml_string(module) for module in case.modules)
+    timeout = (
+        ""
+        if case.timeout is None
+        else f"timeout = {float(case.timeout)!r}  # seconds before a hang counts as reproduced\n"
+    )
     return f"""{chr(10).join([ENTRY_LINE, *header, ENTRY_RUN])}
 
-{_settings(case)}
-
-if __name__ == "__main__":
-    from pytest_cgraph.repro import run_entry
-
-    run_entry(__file__)
+signature = {_toml_string(case.signature)}  # the failure this entry reproduces
+backend = {_toml_string(case.backend)}
+backend_modules = [{modules}]  # imported first: they register the backend
+device = {_toml_string(case.device)}
+{timeout}
+# The program, exactly as it ran (the oracle executes this text).
+program = {_toml_program(case.source)}
 """
+
+
+def _toml_string(text: str) -> str:
+    """``text`` as a TOML basic string: one line; quotes, backslashes and control
+    characters escaped."""
+    escaped = []
+    for char in text:
+        if char in '"\\':
+            escaped.append("\\" + char)
+        elif _is_control(char):
+            escaped.append(f"\\u{ord(char):04X}")
+        else:
+            escaped.append(char)
+    return '"' + "".join(escaped) + '"'
+
+
+def _toml_program(source: str) -> str:
+    """``source`` as a TOML string: a multi-line literal string where it can be.
+
+    The literal opens on a line of its own, which TOML drops, and holds the
+    text unescaped, so the value is byte for byte what ran. A text holding
+    three single quotes, ending in one, or holding a control character other
+    than a tab or a newline (a carriage return too: TOML reads a line end as
+    a newline) is a basic string instead, escaped.
+    """
+    if "'''" in source or source.endswith("'") or any(map(_is_control, source.replace("\n", ""))):
+        return _toml_string(source)
+    return f"'''\n{source}'''"
+
+
+def _is_control(char: str) -> bool:
+    """Whether ``char`` is a control character a TOML string must escape (a tab need not)."""
+    return (char < " " and char != "\t") or char == "\x7f"
 
 
 def render(failure: Failure, layer: str | None, cudagraph_specific: bool) -> str:
@@ -263,31 +313,24 @@ def header_of(text: str) -> list[str]:
 
 
 def recorded_case(path: Path) -> ReproCase:
-    """The case a repro file or entry replays, read from its literals (never run)."""
+    """The case a repro file or entry replays, read from its literals or keys (never run)."""
     from pytest_cgraph.oracle.driver import ReproCase
 
     settings = recorded_settings(path)
-    timeout = settings.get("TIMEOUT")
+    timeout = settings.get("timeout")
     return ReproCase(
-        source=str(settings["PROGRAM_SOURCE"]),
-        backend=str(settings["BACKEND"]),
-        device=str(settings["DEVICE"]),
-        modules=tuple(settings.get("BACKEND_MODULES") or ()),  # type: ignore[call-overload]
+        source=str(settings["program"]),
+        backend=str(settings["backend"]),
+        device=str(settings["device"]),
+        modules=tuple(settings.get("backend_modules") or ()),  # type: ignore[call-overload]
         timeout=float(timeout) if isinstance(timeout, (int, float)) else None,
-        signature=str(settings["SIGNATURE"]),
+        signature=str(settings["signature"]),
     )
 
 
 def export(path: Path) -> str:
     """The standalone repro file of an entry (or of a repro file, with this oracle)."""
     return standalone_text(header_of(path.read_text()), recorded_case(path))
-
-
-def run_entry(path: str) -> None:
-    """``python ENTRY``: the installed oracle replays the entry, as a repro file would."""
-    from pytest_cgraph.oracle.driver import main
-
-    main(recorded_case(Path(path)))
 
 
 def _literal(source: str) -> str:
@@ -356,15 +399,6 @@ def _timeout_words(timeout: float | None) -> str:
     return f"TIMEOUT = {timeout:g} s" if timeout else "its TIMEOUT"
 
 
-def _timeout_of(text: str) -> str:
-    """The ``TIMEOUT = ...`` a repro file sets, as it says it, for the verdict line."""
-    for line in text.splitlines():
-        if line.startswith("TIMEOUT = "):
-            value = line.partition("=")[2].partition("#")[0].strip()
-            return _timeout_words(float(value) if value != "None" else None)
-    return _timeout_words(None)
-
-
 def _subprocess_verdict(
     run: subprocess.CompletedProcess[str] | None, limit: float, hang_timeout: str | None
 ) -> ScriptRun:
@@ -389,16 +423,21 @@ def replay_file(path: Path) -> str:
     """Replay a repro file or entry as it would run alone; the line ``python FILE`` prints.
 
     A program that ends its process (a crash of the process, a hang) runs
-    in a subprocess; any other in this process, which costs no import: a
-    repro file with the oracle it carries, an entry with the installed one.
+    in a subprocess (an entry, which is data, as its exported repro file);
+    any other in this process, which costs no import: a repro file with the
+    oracle it carries, an entry with the installed one.
     """
     text = path.read_text()
     signature = header_value(text, BASE_SIGNATURE) or ""
     if ends_process(signature):
         limit = 300.0
-        run = _subprocess_verdict(
-            run_script(path, limit), limit, _timeout_of(text) if is_hang(signature) else None
-        )
+        hang = _timeout_words(recorded_case(path).timeout) if is_hang(signature) else None
+        with tempfile.TemporaryDirectory(prefix="cgraph-replay-") as directory:
+            script = path
+            if is_entry(text):
+                script = Path(directory) / f"{path.stem}{REPRO_SUFFIX}"
+                script.write_text(export(path))
+            run = _subprocess_verdict(run_script(script, limit), limit, hang)
         found = run.reproduced
         if found is None:
             return f"NOT REPRODUCED: {run.why_not}"
@@ -469,7 +508,8 @@ def make_repro(failure: Failure, directory: Path, *, entry: bool = False) -> Fai
         text = entry_text(facts(failure, layer, specific), repro_case(failure))
     name = _full_signature(difference.signature, layer)
     try:
-        path, status = write_repro(directory, name, text, failure.case.size)
+        suffix = ENTRY_SUFFIX if entry else REPRO_SUFFIX
+        path, status = write_repro(directory, name, text, failure.case.size, suffix)
     except OSError as error:
         result = ReproResult(
             ReproStatus.WRITE_FAILED, None, f"{directory}: {error}", layer, specific
@@ -478,8 +518,11 @@ def make_repro(failure: Failure, directory: Path, *, entry: bool = False) -> Fai
     return failure.with_repro(ReproResult(status, str(path), detail, layer, specific))
 
 
-def write_repro(directory: Path, name: str, text: str, size: int) -> tuple[Path, ReproStatus]:
-    """Write ``<directory>/<name>.py`` atomically unless an equal or smaller repro is there.
+def write_repro(
+    directory: Path, name: str, text: str, size: int, suffix: str = REPRO_SUFFIX
+) -> tuple[Path, ReproStatus]:
+    """Write ``<directory>/<name><suffix>`` (a repro file's ``.py``, an entry's ``.toml``)
+    atomically unless an equal or smaller repro is there.
 
     A lock file serialises xdist workers that find the same bug at once.
     """
@@ -487,8 +530,8 @@ def write_repro(directory: Path, name: str, text: str, size: int) -> tuple[Path,
 
     directory.mkdir(parents=True, exist_ok=True)
     with FileLock(directory / LOCK_NAME):
-        target = directory / f"{name}.py"
-        suffix = 2
+        target = directory / f"{name}{suffix}"
+        number = 2
         while target.exists():
             existing = target.read_text(errors="replace")
             old_size = header_value(existing, SIZE) if is_own_text(existing) else None
@@ -498,10 +541,10 @@ def write_repro(directory: Path, name: str, text: str, size: int) -> tuple[Path,
                 break
             # Not ours, or ours but unreadable (no size): never overwritten;
             # ours goes beside it.
-            target = directory / f"{name}-{suffix}.py"
-            suffix += 1
+            target = directory / f"{name}-{number}{suffix}"
+            number += 1
         handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
-        with os.fdopen(handle, "w") as stream:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; a repro is shared
         os.replace(temporary, target)

@@ -103,17 +103,17 @@ def test_check_known_passes_a_reproducing_entry_and_names_a_fixed_one(
     from pytest_cgraph.registry import BASELINE_ROOT
 
     registry = pytester.mkdir("known")
-    entry = (BASELINE_ROOT / "torch-2.13" / "grad-grad-aot_eager.py").read_text()
-    (registry / "grad-grad-aot_eager.py").write_text(entry)
+    entry = (BASELINE_ROOT / "torch-2.13" / "grad-grad-aot_eager.toml").read_text()
+    (registry / "grad-grad-aot_eager.toml").write_text(entry)
     hook = "    v0.register_hook(lambda grad: grad * 2)\n"
     assert hook in entry
-    (registry / "grad-grad-aot_eager-2.py").write_text(entry.replace(hook, ""))
+    (registry / "grad-grad-aot_eager-2.toml").write_text(entry.replace(hook, ""))
     result = pytester.runpytest(
         "--cgraph-check-known", "--cgraph-no-baseline", f"--cgraph-known={registry}"
     )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
-        ["FIXED: */known/grad-grad-aot_eager-2.py no longer reproduces (NOT REPRODUCED *"]
+        ["FIXED: */known/grad-grad-aot_eager-2.toml no longer reproduces (NOT REPRODUCED *"]
     )
 
 

@@ -1,8 +1,8 @@
 """The torch differences this project has recorded: the shipped baseline's entries.
 
-One list, not two: the baseline under ``pytest_cgraph/known/torch-X.Y/`` is
-what a campaign counts as known, and what these tests check. Each entry's
-program, run in this process through the runner, must fail with the
+One list, not two: the baseline under ``pytest_cgraph/known/torch-X.Y/`` (TOML
+data files) is what a campaign counts as known, and what these tests check.
+Each entry's program, run in this process through the runner, must fail with the
 signature the entry was written for; and the entry's standalone repro
 (``python -m pytest_cgraph.record --export``), run alone as ``python FILE``,
 must agree. The in-process check covers every entry in the default run;
@@ -14,8 +14,6 @@ When a torch release fixes one, these tests fail on that torch (and
 
 from __future__ import annotations
 
-import faulthandler
-import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -32,14 +30,17 @@ from pytest_cgraph.registry import (
     baseline_dir,
     header_value,
     read_entry,
+    recorded_settings,
 )
-from pytest_cgraph.repro import recorded_case
+from pytest_cgraph.repro import recorded_case, replay_file
 from pytest_cgraph.runner import check_source
 
 BASELINE = baseline_dir(torch.__version__)
-FILES = sorted(BASELINE.glob("*.py")) if BASELINE is not None else []
+FILES = sorted(BASELINE.glob("*.toml")) if BASELINE is not None else []
 #: The entry whose standalone file the default run checks: a small, quick one.
-SAMPLE = "grad-grad-aot_eager.py"
+SAMPLE = "grad-grad-aot_eager.toml"
+#: An entry's keys (``timeout`` only where it has one).
+KEYS = {"signature", "backend", "backend_modules", "device", "program"}
 
 
 def test_the_running_torch_has_a_baseline_or_none_is_claimed() -> None:
@@ -52,6 +53,10 @@ def test_the_running_torch_has_a_baseline_or_none_is_claimed() -> None:
         # Entries, not standalone files: the baseline carries no oracle copies.
         assert text.startswith(ENTRY_LINE), path
         assert "def replay(" not in text and len(text.splitlines()) < 200, path
+        # TOML data: its keys and nothing else.
+        assert KEYS <= set(recorded_settings(path)) <= {*KEYS, "timeout"}, path
+    # No repro file (or entry of the older kind) is read beside them.
+    assert BASELINE is None or not list(BASELINE.glob("*.py"))
 
 
 @pytest.mark.parametrize("path", FILES, ids=[path.stem[:60] for path in FILES])
@@ -84,20 +89,11 @@ def test_exported_standalone_file_run_alone_agrees(path: Path, tmp_path: Path) -
     assert "DIFFERENTLY" not in run.stdout
 
 
-def test_an_entry_run_as_a_script_replays_with_the_installed_oracle(
-    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
-) -> None:
-    # As ``python ENTRY`` runs it (its ``__main__`` block), in this process:
-    # the entry's code is its own few lines, the oracle is this one.
-    path = BASELINE_ROOT / "torch-2.13" / SAMPLE
-    monkeypatch.setattr(sys, "argv", [str(path)])
-    # The script would point faulthandler at this test's captured stderr;
-    # this process's crash reports stay where pytest sent them.
-    monkeypatch.setattr(faulthandler, "enable", lambda *args, **kwargs: None)
-    with pytest.raises(SystemExit) as exited:
-        runpy.run_path(str(path), run_name="__main__")
-    assert exited.value.code == 1
-    assert capfd.readouterr().out.startswith("REPRODUCED (aot_eager): grad difference")
+def test_an_entry_replays_with_the_installed_oracle() -> None:
+    # As ``--cgraph-check-known`` replays it, in this process: the entry is
+    # data, the oracle is this one.
+    line = replay_file(BASELINE_ROOT / "torch-2.13" / SAMPLE)
+    assert line.startswith("REPRODUCED (aot_eager): grad difference"), line
 
 
 HOOK_ON_REFRESHED_VIEW = """

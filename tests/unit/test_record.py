@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_cgraph.record import main
-from pytest_cgraph.registry import ENTRY_LINE, MARKER_LINE, KnownBug, Registry
+from pytest_cgraph.registry import ENTRY_LINE, MARKER_LINE, KnownBug, Registry, read_entry
 from pytest_cgraph.repro import replay_in_process
 
 DIFFERS = """
@@ -45,18 +45,23 @@ def test_a_differing_program_is_recorded_and_refreshed_in_place(
     registry = entry.path.parent
     assert entry.signature == "value-output_argument" and entry.layer == "aot_eager"
     assert entry.ops == {"squeeze_", "clamp_"}
-    # An entry: the header and program, no copy of the oracle.
+    # An entry: the header and the program as TOML data, no copy of the oracle.
     written = entry.path.read_text()
-    assert written.startswith(ENTRY_LINE) and "class ReproCase" not in written
+    assert entry.path.suffix == ".toml" and written.startswith(ENTRY_LINE)
+    assert "class ReproCase" not in written and "\nprogram = '''\n" in written
     # A second entry of the same signature, renamed: refreshing keeps both.
-    twin = entry.path.with_name(entry.path.stem + "-2.py")
+    twin = entry.path.with_name(entry.path.stem + "-2.toml")
     twin.write_text(entry.path.read_text())
+    # A repro file (a standalone script) in the registry becomes an entry of its name.
+    standalone = entry.path.with_name(entry.path.stem + "-3.py")
+    assert main(["--export", str(entry.path), str(standalone)]) == 0
+    assert read_entry(standalone) is not None
     assert main(["--refresh", str(registry)]) == 0
-    assert sorted(path.name for path in registry.glob("*.py")) == sorted(
-        [entry.path.name, twin.name]
-    )
-    assert "refreshed" in capsys.readouterr().out
-    assert twin.read_text().startswith(ENTRY_LINE)
+    names = sorted([entry.path.name, twin.name, f"{entry.path.stem}-3.toml"])
+    assert sorted(path.name for path in registry.glob("*.*") if path.suffix != ".lock") == names
+    assert capsys.readouterr().out.count("refreshed") == 3
+    for name in names:
+        assert (registry / name).read_text().startswith(ENTRY_LINE)
 
 
 def test_an_entry_exports_as_a_standalone_repro_that_reproduces(
@@ -82,7 +87,7 @@ def test_a_program_that_agrees_is_refused(
     program.write_text(AGREES)
     assert main([str(program), "--into", str(tmp_path / "known")]) == 1
     assert "no difference: eager and aot_eager agree" in capsys.readouterr().err
-    assert not list((tmp_path / "known").glob("*.py"))
+    assert not list((tmp_path / "known").glob("*.toml"))
 
 
 def test_a_missing_program_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
