@@ -92,7 +92,7 @@ def test_a_hang_is_a_timeout_failure_within_the_limit(killers: pytest.Pytester) 
     result = hunt(
         killers,
         "faulty_hang",
-        "--cgraph-timeout=3",
+        "--cgraph-timeout=1",  # every program hangs: each costs the whole limit
         "--cgraph-families=mutation",
         "--cgraph-examples=100",  # every program hangs: the item stops after 3 known hangs
     )
@@ -100,16 +100,16 @@ def test_a_hang_is_a_timeout_failure_within_the_limit(killers: pytest.Pytester) 
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "timeout of the program: it ran longer than the 3 s time limit",
+            "timeout of the program: it ran longer than the 1 s time limit",
             "*repro (written): cgraph-repros/timeout-program.py -- "
-            "python FILE hung past TIMEOUT = 3 s",
+            "python FILE hung past TIMEOUT = 1 s",
             "stopped hunting early: the last 3 programs hung or killed their process *",
         ]
     )
     # the limit, the shrink budget (20 s) and one verifying run of the repro
     assert elapsed < 60, elapsed
     text = (killers.path / "cgraph-repros" / "timeout-program.py").read_text()
-    assert "TIMEOUT = 3.0" in text
+    assert "TIMEOUT = 1.0" in text
 
 
 # Deep: mostly waiting for the hard limit; the hang within the limit stays in the default run.
