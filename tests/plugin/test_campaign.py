@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import cgraph_doubles.inprocess  # noqa: F401  (kept loaded across in-process runs)
 from cgraph_doubles.workers import WORKERS
 from pytest_cgraph.strategies import OPS
 
@@ -25,8 +26,10 @@ TESTS = Path(__file__).resolve().parents[1]
 QUIET = ["-p", "no:cacheprovider", "--cgraph-backend=aot_eager"]
 
 
-def campaign(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("--cgraph", *QUIET, *args)
+def campaign(pytester: pytest.Pytester, *args: str, fresh: bool = False) -> pytest.RunResult:
+    """A campaign run: in process, unless it starts xdist workers or is asked not to be."""
+    run = pytester.runpytest_subprocess if fresh or "-n" in args else pytester.runpytest
+    return run("--cgraph", *QUIET, *args)
 
 
 @pytest.mark.parametrize("workers", WORKERS)
@@ -85,6 +88,10 @@ def test_campaign_runs_families_and_reports_them(
 
 
 def test_same_seed_draws_the_same_programs_whatever_the_workers(pytester: pytest.Pytester) -> None:
+    # Both runs in a fresh process: with the same seed, an in-process run
+    # (inside this test's process, the suite's modules loaded) draws other
+    # programs than a fresh ``pytest --cgraph`` does, as Hypothesis's draws
+    # depend on more than the seed.
     features = []
     for workers in ([], ["-n", "2"]):
         campaign(
@@ -94,6 +101,7 @@ def test_same_seed_draws_the_same_programs_whatever_the_workers(pytester: pytest
             "--cgraph-seed=11",
             "--cgraph-report=r.json",
             *workers,
+            fresh=True,
         )
         features.append(json.loads((pytester.path / "r.json").read_text())["features"])
     assert features[0] == features[1]
@@ -106,7 +114,7 @@ def test_k_selects_campaign_items(pytester: pytest.Pytester) -> None:
 
 
 def test_unknown_family_is_a_usage_error(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_subprocess("--cgraph", "--cgraph-families=views,nope")
+    result = pytester.runpytest("--cgraph", "--cgraph-families=views,nope")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         ["ERROR: --cgraph-families: unknown 'nope'; choose from * (from command line)"]

@@ -6,13 +6,15 @@ from pathlib import Path
 
 import pytest
 
+import cgraph_doubles.inprocess  # noqa: F401  (kept loaded across in-process runs)
+
 pytest_plugins = "pytester"
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def test_examples_pass_with_aot_eager(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         str(EXAMPLES),
         "--cgraph",
         "--cgraph-backend=aot_eager",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import cgraph_doubles.inprocess  # noqa: F401  (kept loaded across in-process runs)
 from cgraph_doubles.workers import WORKERS
 
 pytest_plugins = "pytester"
@@ -32,7 +33,9 @@ def test_fails_on_a_difference(cgraph):
 @pytest.mark.parametrize("workers", WORKERS)
 def test_fixture_uses_session_options(pytester: pytest.Pytester, workers: list[str]) -> None:
     pytester.makepyfile(USES_FIXTURE)
-    result = pytester.runpytest_subprocess(
+    # In process, but xdist workers are processes of their own.
+    run = pytester.runpytest_subprocess if workers else pytester.runpytest
+    result = run(
         "--cgraph",
         "--cgraph-backend=aot_eager",
         "--cgraph-iters=3",

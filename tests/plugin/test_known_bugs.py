@@ -7,13 +7,17 @@ from pathlib import Path
 
 import pytest
 
+# Loaded here so the in-process runs below do not drop (and then reload) them.
+import cgraph_doubles.inprocess  # noqa: F401
+
 pytest_plugins = "pytester"
 
 TESTS = Path(__file__).resolve().parents[1]
 
 
 def campaign(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict]:
-    result = pytester.runpytest_subprocess(
+    # In process: these backends raise, they do not kill or hang the process.
+    result = pytester.runpytest(
         "--cgraph", "-p", "no:cacheprovider", "--cgraph-report=r.json", *args
     )
     return result, json.loads((pytester.path / "r.json").read_text())
@@ -85,7 +89,7 @@ def test_a_repro_that_no_longer_reproduces_is_reported_fixed(pytester: pytest.Py
         "# pytest-cgraph repro\n# base signature: value-output_0\n"
         "def test_value_output_0():\n    assert True\n"
     )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "cgraph-repros")
+    result = pytester.runpytest("-p", "no:cacheprovider", "cgraph-repros")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         ["cgraph: fixed: */cgraph-repros/value-output_0.py no longer reproduces; retire it"]

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+import cgraph_doubles.inprocess  # noqa: F401  (kept loaded across in-process runs)
 from cgraph_doubles.workers import WORKERS
 
 pytest_plugins = "pytester"
@@ -89,7 +90,7 @@ def test_eager_raises():
 
 def test_marked_tests_pass_eagerly_without_cgraph(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(MARKED)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "error")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-W", "error")
     result.assert_outcomes(passed=4)
     assert "cgraph summary" not in result.stdout.str()
 
@@ -99,10 +100,9 @@ def test_marked_tests_are_checked_with_cgraph(
     pytester: pytest.Pytester, workers: list[str]
 ) -> None:
     pytester.makepyfile(MARKED)
-    result = pytester.runpytest_subprocess(
-        *CHECKED_WITHOUT_CAMPAIGN,
-        *workers,
-    )
+    # In process, but xdist workers are processes of their own.
+    run = pytester.runpytest_subprocess if workers else pytester.runpytest
+    result = run(*CHECKED_WITHOUT_CAMPAIGN, *workers)
     outcomes = result.parseoutcomes()  # xdist does not report deselected items
     assert (outcomes.get("passed"), outcomes.get("failed", 0)) == (4, 0), result.stdout.str()
     # 1 + 2 parametrized + at least 3 Hypothesis examples, all checked
@@ -116,9 +116,7 @@ def test_marked_tests_are_checked_with_cgraph(
 
 def test_bad_marked_tests_say_what_is_wrong_in_one_line(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(BAD)
-    result = pytester.runpytest_subprocess(
-        *CHECKED_WITHOUT_CAMPAIGN,
-    )
+    result = pytester.runpytest(*CHECKED_WITHOUT_CAMPAIGN)
     result.assert_outcomes(failed=3, errors=2, deselected=1)
     result.stdout.fnmatch_lines_random(
         [
@@ -178,7 +176,7 @@ def test_module_argument(model):
 
 def test_failing_marked_tests_leave_standalone_repros(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(FAILING)
-    result = pytester.runpytest_subprocess(*CHECKED_WITHOUT_CAMPAIGN, "--cgraph-repro-dir=repros")
+    result = pytester.runpytest(*CHECKED_WITHOUT_CAMPAIGN, "--cgraph-repro-dir=repros")
     result.assert_outcomes(failed=3, deselected=1)
     output = result.stdout.str()
     assert "cgraph repro (written): repros/value-output.py" in output, output
@@ -204,13 +202,13 @@ def test_failing_marked_tests_leave_standalone_repros(pytester: pytest.Pytester)
         assert python.ret == 1 and "REPRODUCED" in python.stdout.str(), python.stdout.str()
         fixed = pytester.run(sys.executable, str(path), "--backend", "aot_eager")
         assert fixed.ret == 0, fixed.stdout.str()
-    regression = pytester.runpytest_subprocess("repros", "-p", "no:cacheprovider")
+    regression = pytester.runpytest("repros", "-p", "no:cacheprovider")
     regression.assert_outcomes(failed=2)
 
 
 def test_a_module_argument_is_rebuilt_in_its_repro(pytester: pytest.Pytester) -> None:
     path = pytester.makepyfile(FAILING)
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         *CHECKED_WITHOUT_CAMPAIGN, "--cgraph-repro-dir=repros", f"{path.name}::test_module_argument"
     )
     result.assert_outcomes(failed=1)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import cgraph_doubles.inprocess  # noqa: F401  (kept loaded across in-process runs)
+from cgraph_doubles import killers as killer_backends
 from pytest_cgraph.failures import Case
 from pytest_cgraph.guard import InFlight
 
@@ -31,8 +33,12 @@ def killers(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     return pytester
 
 
-def hunt(pytester: pytest.Pytester, backend: str, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(
+def hunt(
+    pytester: pytest.Pytester, backend: str, *args: str, in_process: bool = False
+) -> pytest.RunResult:
+    """A hunt in a fresh pytest process, or in this one when nothing in it can kill or hang it."""
+    run = pytester.runpytest if in_process else pytester.runpytest_subprocess
+    return run(
         "--cgraph",
         "-p",
         "no:cacheprovider",
@@ -86,7 +92,7 @@ def test_a_hang_is_a_timeout_failure_within_the_limit(killers: pytest.Pytester) 
     result = hunt(
         killers,
         "faulty_hang",
-        "--cgraph-timeout=3",
+        "--cgraph-timeout=1",  # every program hangs: each costs the whole limit
         "--cgraph-families=mutation",
         "--cgraph-examples=100",  # every program hangs: the item stops after 3 known hangs
     )
@@ -94,16 +100,16 @@ def test_a_hang_is_a_timeout_failure_within_the_limit(killers: pytest.Pytester) 
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "timeout of the program: it ran longer than the 3 s time limit",
+            "timeout of the program: it ran longer than the 1 s time limit",
             "*repro (written): cgraph-repros/timeout-program.py -- "
-            "python FILE hung past TIMEOUT = 3 s",
+            "python FILE hung past TIMEOUT = 1 s",
             "stopped hunting early: the last 3 programs hung or killed their process *",
         ]
     )
     # the limit, the shrink budget (20 s) and one verifying run of the repro
     assert elapsed < 60, elapsed
     text = (killers.path / "cgraph-repros" / "timeout-program.py").read_text()
-    assert "TIMEOUT = 3.0" in text
+    assert "TIMEOUT = 1.0" in text
 
 
 # Deep: mostly waiting for the hard limit; the hang within the limit stays in the default run.
@@ -131,8 +137,18 @@ def test_a_hang_that_ignores_interruption_meets_the_hard_limit(killers: pytest.P
     assert elapsed < 90, elapsed
 
 
-def test_a_failure_that_does_not_replay_is_reported_as_flaky(killers: pytest.Pytester) -> None:
-    result = hunt(killers, "faulty_flaky", "--cgraph-families=mutation", "--cgraph-examples=5")
+def test_a_failure_that_does_not_replay_is_reported_as_flaky(
+    killers: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In process, so the backend's count of graphs compiled starts again from 0.
+    monkeypatch.setitem(killer_backends._compiled, "graphs", 0)
+    result = hunt(
+        killers,
+        "faulty_flaky",
+        "--cgraph-families=mutation",
+        "--cgraph-examples=5",
+        in_process=True,
+    )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -164,7 +180,10 @@ def test_a_run_that_died_is_reported_by_the_next(killers: pytest.Pytester) -> No
         ),
         pid=gone.pid,
     )
-    result = hunt(killers, "aot_eager", "--cgraph-families=views", "--cgraph-examples=2")
+    # In process: the dead run's program is verified in a child, which dies instead.
+    result = hunt(
+        killers, "aot_eager", "--cgraph-families=views", "--cgraph-examples=2", in_process=True
+    )
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -206,7 +225,7 @@ def test_foreign_and_corrupted_files_in_the_repro_dir_are_left_alone(
     name = "crash-compiled_call-RuntimeError-replay_crashed_c380cb"
     (directory / f"{name}.py").write_bytes(foreign)
     (directory / f"{name}-2.py").write_bytes(corrupted)
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "--cgraph",
         "-p",
         "no:cacheprovider",
