@@ -23,18 +23,18 @@ if not hasattr(torch.ops.cgraph_examples, "scale_"):
         return None
 
 
-class Doubled(torch.autograd.Function):
-    """Writes its input in place and says so (``mark_dirty``)."""
+class Shifted(torch.autograd.Function):
+    """Adds one to its input in place and says so (``mark_dirty``): the output
+    is the input, and autograd rebases its history on the Function."""
 
     @staticmethod
     def forward(ctx, x):
-        x.mul_(2)
         ctx.mark_dirty(x)
-        return x
+        return x.add_(1)
 
     @staticmethod
     def backward(ctx, grad):
-        return grad * 2
+        return grad
 
 
 def test_graph_break_between_a_mutation_and_a_read(cgraph):
@@ -57,7 +57,7 @@ def test_custom_op_that_mutates_its_argument(cgraph):
 
 def test_autograd_function_with_mark_dirty(cgraph):
     def model(x):
-        return Doubled.apply(x * 1)
+        return Shifted.apply(x * 1)
 
     cgraph.check(model, torch.randn(3, requires_grad=True))
 

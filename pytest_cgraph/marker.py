@@ -183,13 +183,14 @@ class MarkedRun:
     def record_failure(self) -> Failure:
         """The last failing call as a failure, its repro written where it can be inlined."""
         from pytest_cgraph.repro import make_repro
-        from pytest_cgraph.standalone import NotInlinable, program_source
+        from pytest_cgraph.standalone import NotInlinable, backend_name, program_source
 
         call = self.failed_call
         assert call is not None
         device = session.device(self.item.config)
+        setup_modules = session.plugin_modules(self.item.config)
         try:
-            backend = _backend_name(self.backend)
+            backend = backend_name(self.backend)
             source, size = program_source(
                 call.function,
                 call.names,
@@ -210,7 +211,7 @@ class MarkedRun:
             family="marker",
             nodeid=self.item.nodeid,
             size=size,
-            setup_modules=session.plugin_modules(self.item.config),
+            setup_modules=setup_modules,
             replay=f"pytest --cgraph '{self.item.nodeid}'",
         )
         return make_repro(Failure(case, call.error.difference), self.options.repro_dir)
@@ -247,19 +248,6 @@ def run_marked(item: pytest.Function, settings: MarkerSettings) -> None:
         raise _failed(
             f"{error.difference.describe(verbose)}{context}{notes}\ncgraph {failure.repro.line()}"
         ) from None
-
-
-def _backend_name(backend: str | Callable[..., Any]) -> str:
-    """A backend as a repro names it: its name, or ``module:attr`` for a compiler."""
-    from pytest_cgraph.standalone import NotInlinable
-
-    if isinstance(backend, str):
-        return backend
-    module = getattr(backend, "__module__", None)
-    qualname = getattr(backend, "__qualname__", "")
-    if module and qualname and "." not in qualname and "<" not in qualname:
-        return f"{module}:{qualname}"
-    raise NotInlinable(f"the backend {backend!r} has no importable name (use module:attr)")
 
 
 def _wrap_hypothesis_inner(hypothesis: Any, run: MarkedRun) -> None:

@@ -72,12 +72,8 @@ def refresh(directory: Path) -> list[str]:
     """Re-record every repro file of ``directory`` in place; one line per file."""
     import tempfile
 
-    from pytest_cgraph.registry import (
-        ENTRY_SUFFIX,
-        is_repro_file,
-        recorded_settings,
-        registry_files,
-    )
+    from pytest_cgraph.registry import is_repro_file, recorded_settings, registry_files
+    from pytest_cgraph.repro_files import ENTRY_SUFFIX
 
     lines = []
     for path in registry_files(directory):

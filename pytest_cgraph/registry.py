@@ -38,31 +38,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_cgraph.oracle.difference import Difference
+from pytest_cgraph.repro_files import (
+    BASE_SIGNATURE,
+    ENTRY_LINE,
+    ENTRY_SUFFIX,
+    HEADER_BYTES,
+    LAYER,
+    MARKER_LINE,
+    REPRO_SUFFIX,
+    header_value,
+    is_own_text,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - the same parser, before it joined the standard library
     import tomli as tomllib
 
-#: First line of every repro file: how the plugin recognises its own files.
-MARKER_LINE = "# pytest-cgraph repro"
-#: First line of every entry: a repro file's header and program, no oracle.
-ENTRY_LINE = "# pytest-cgraph entry"
-
-#: Header lines a registry is read from.
-BASE_SIGNATURE = "# base signature: "
-LAYER = "# layer: "
-SIZE = "# size: "
-
-#: A repro file's suffix: a Python script.
-REPRO_SUFFIX = ".py"
-#: An entry's suffix: a TOML data file.
-ENTRY_SUFFIX = ".toml"
-
 #: Where the shipped baselines live, one directory per torch release.
 BASELINE_ROOT = Path(__file__).with_name("known")
-
-_HEADER_BYTES = 4000
 
 
 @dataclass(frozen=True)
@@ -91,29 +85,13 @@ def is_repro_file(path: Path) -> bool:
     return is_own_text(head.decode(errors="replace"))
 
 
-def is_own_text(text: str) -> bool:
-    """Whether ``text`` starts as a repro file or an entry does."""
-    return text.startswith((MARKER_LINE, ENTRY_LINE))
-
-
-def is_entry(text: str) -> bool:
-    """Whether ``text`` is an entry (replayed by the installed oracle), not a repro file."""
-    return text.startswith(ENTRY_LINE)
-
-
-def header_value(text: str, prefix: str) -> str | None:
-    """The value of the header line starting with ``prefix``, if any."""
-    match = re.search(rf"^{re.escape(prefix)}(\S.*)$", text[:_HEADER_BYTES], re.MULTILINE)
-    return match.group(1).strip() if match else None
-
-
 def read_entry(path: Path) -> KnownBug | None:
     """The entry a repro file or entry stands for; ``None`` for foreign or unreadable files."""
     try:
         text = path.read_text(errors="replace")
     except OSError:
         return None
-    head = text[:_HEADER_BYTES]
+    head = text[:HEADER_BYTES]
     signature = header_value(head, BASE_SIGNATURE)
     if not is_own_text(head) or signature is None:
         return None

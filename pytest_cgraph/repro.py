@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import importlib
 import os
 import re
 import subprocess
@@ -46,7 +47,8 @@ from pytest_cgraph.failures import (
 )
 from pytest_cgraph.oracle import MODULES
 from pytest_cgraph.oracle.difference import Kind
-from pytest_cgraph.registry import (
+from pytest_cgraph.registry import recorded_settings
+from pytest_cgraph.repro_files import (
     BASE_SIGNATURE,
     ENTRY_LINE,
     ENTRY_SUFFIX,
@@ -56,15 +58,11 @@ from pytest_cgraph.registry import (
     SIZE,
     header_value,
     is_entry,
-    is_own_text,
-    recorded_settings,
+    write_repro,
 )
 
 if TYPE_CHECKING:
     from pytest_cgraph.oracle.driver import ReproCase
-
-#: Kept beside the repro files while one is written: serialises writers.
-LOCK_NAME = ".cgraph-repro.lock"
 
 
 @functools.cache
@@ -457,6 +455,8 @@ def locate_layer(case: Case) -> tuple[str | None, bool]:
     from pytest_cgraph.oracle.compiling import collect_compile_evidence
     from pytest_cgraph.oracle.ladder import climb, first_diverging
 
+    for module in case.setup_modules:  # they register the backend the ladder compiles with
+        importlib.import_module(module)
     with warnings.catch_warnings(), collect_compile_evidence():
         warnings.simplefilter("ignore")
         rungs = climb(case.source, case.backend, resolve_device(case.device), case.iters)
@@ -475,86 +475,68 @@ def make_repro(failure: Failure, directory: Path, *, entry: bool = False) -> Fai
     running it in a subprocess, and a death the record could only call
     ``died`` is named by the signal the file's run died of.
     """
-    difference = failure.difference
-    if difference.ends_process:
+    if failure.difference.ends_process:
         layer, specific = None, False
-        text = render(failure, layer, specific)
-        run = reproduces_in_subprocess(text, failure)
-        if run.signal and difference.exception_type == UNSEEN:
-            # Only the header changes: the program and the oracle are the same.
-            difference = dataclasses.replace(difference, exception_type=run.signal)
-            failure = dataclasses.replace(failure, difference=difference)
-            text = render(failure, layer, specific)
-        found, detail = run.reproduced, run.reproduced or run.why_not
+        failure, text, found, detail = _verify_in_subprocess(failure)
+        stored = _stored_text(failure, layer, specific, text, entry)
     else:
         layer, specific = locate_layer(failure.case)
         text = render(failure, layer, specific)
-        try:
-            replayed = replay_in_process(text, failure.case.backend)
-        except Exception as error:
-            found, detail = None, f"the repro file raised {type(error).__name__}: {error}"
-        else:
-            same = replayed.same_as(difference.signature)
-            found = "reproduced" if same else None
-            detail = (
-                f"first diverging layer: {layer or 'only the backend under test'}"
-                if same
-                else f"the standalone file said: {replayed.line(difference.signature)}"
-            )
+        # Both texts exist before the replay: what follows it only writes.
+        stored = _stored_text(failure, layer, specific, text, entry)
+        found, detail = _verify_in_process(text, failure, layer)
     if found is None:
         result = ReproResult(ReproStatus.NOT_REPRODUCIBLE, None, detail, layer, specific)
         return failure.with_repro(result)
-    if entry:
-        text = entry_text(facts(failure, layer, specific), repro_case(failure))
-    name = _full_signature(difference.signature, layer)
+    name = _full_signature(failure.signature, layer)
     try:
         suffix = ENTRY_SUFFIX if entry else REPRO_SUFFIX
-        path, status = write_repro(directory, name, text, failure.case.size, suffix)
+        path, written = write_repro(directory, name, stored, failure.case.size, suffix)
     except OSError as error:
         result = ReproResult(
             ReproStatus.WRITE_FAILED, None, f"{directory}: {error}", layer, specific
         )
         return failure.with_repro(result)
+    status = ReproStatus.WRITTEN if written else ReproStatus.KEPT_SMALLER
     return failure.with_repro(ReproResult(status, str(path), detail, layer, specific))
 
 
-def write_repro(
-    directory: Path, name: str, text: str, size: int, suffix: str = REPRO_SUFFIX
-) -> tuple[Path, ReproStatus]:
-    """Write ``<directory>/<name><suffix>`` (a repro file's ``.py``, an entry's ``.toml``)
-    atomically unless an equal or smaller repro is there.
+def _stored_text(
+    failure: Failure, layer: str | None, specific: bool, text: str, entry: bool
+) -> str:
+    """What is written once ``text`` is verified: the file itself, or its entry."""
+    return entry_text(facts(failure, layer, specific), repro_case(failure)) if entry else text
 
-    A lock file serialises xdist workers that find the same bug at once.
+
+def _verify_in_subprocess(failure: Failure) -> tuple[Failure, str, str | None, str]:
+    """Render a program that ends its process and run its file as ``python FILE``.
+
+    Returns the failure (a death the record could only call ``died`` is
+    renamed after the signal the file's run died of; only the header
+    changes), the file's text, the line that says it reproduced (``None``
+    if it did not) and the detail for the report.
     """
-    from filelock import FileLock
-
-    directory.mkdir(parents=True, exist_ok=True)
-    with FileLock(directory / LOCK_NAME):
-        target = directory / f"{name}{suffix}"
-        number = 2
-        while target.exists():
-            existing = target.read_text(errors="replace")
-            old_size = header_value(existing, SIZE) if is_own_text(existing) else None
-            if old_size is not None and old_size.isdigit():
-                if int(old_size) <= size:
-                    return target, ReproStatus.KEPT_SMALLER
-                break
-            # Not ours, or ours but unreadable (no size): never overwritten;
-            # ours goes beside it.
-            target = directory / f"{name}-{number}{suffix}"
-            number += 1
-        handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; a repro is shared
-        os.replace(temporary, target)
-    return target, ReproStatus.WRITTEN
+    text = render(failure, None, False)
+    run = reproduces_in_subprocess(text, failure)
+    difference = failure.difference
+    if run.signal and difference.exception_type == UNSEEN:
+        difference = dataclasses.replace(difference, exception_type=run.signal)
+        failure = dataclasses.replace(failure, difference=difference)
+        text = render(failure, None, False)
+    return failure, text, run.reproduced, run.reproduced or run.why_not
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def _verify_in_process(text: str, failure: Failure, layer: str | None) -> tuple[str | None, str]:
+    """Replay the rendered file in this process: whether it fails as ``failure`` did
+    (``"reproduced"``, else ``None``) and the detail for the report."""
+    signature = failure.signature
+    try:
+        replayed = replay_in_process(text, failure.case.backend)
+    except Exception as error:
+        return None, f"the repro file raised {type(error).__name__}: {error}"
+    if replayed.same_as(signature):
+        return "reproduced", f"first diverging layer: {layer or 'only the backend under test'}"
+    return None, f"the standalone file said: {replayed.line(signature)}"
 
 
 def _backend_module(backend: str) -> list[str]:

@@ -518,3 +518,14 @@ def _flat_literal(values: list[Any]) -> str:
         return "[" + ", ".join(items) + "]"
     rows = [", ".join(items[i : i + 8]) for i in range(0, len(items), 8)]
     return "[\n    " + ",\n    ".join(rows) + ",\n]"
+
+
+def backend_name(backend: str | Callable[..., Any]) -> str:
+    """A backend as a repro names it: its name, or ``module:attr`` for a compiler."""
+    if isinstance(backend, str):
+        return backend
+    module = getattr(backend, "__module__", None)
+    qualname = getattr(backend, "__qualname__", "")
+    if module and qualname and "." not in qualname and "<" not in qualname:
+        return f"{module}:{qualname}"
+    raise NotInlinable(f"the backend {backend!r} has no importable name (use module:attr)")

@@ -23,16 +23,9 @@ import torch
 
 from pytest_cgraph import EquivalenceError
 from pytest_cgraph.record import main as record_main
-from pytest_cgraph.registry import (
-    BASE_SIGNATURE,
-    BASELINE_ROOT,
-    ENTRY_LINE,
-    baseline_dir,
-    header_value,
-    read_entry,
-    recorded_settings,
-)
+from pytest_cgraph.registry import BASELINE_ROOT, baseline_dir, read_entry, recorded_settings
 from pytest_cgraph.repro import recorded_case, replay_file
+from pytest_cgraph.repro_files import BASE_SIGNATURE, ENTRY_LINE, header_value
 from pytest_cgraph.runner import check_source
 
 BASELINE = baseline_dir(torch.__version__)

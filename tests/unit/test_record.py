@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from pytest_cgraph.record import main
-from pytest_cgraph.registry import ENTRY_LINE, MARKER_LINE, KnownBug, Registry, read_entry
+from pytest_cgraph.registry import KnownBug, Registry, read_entry
 from pytest_cgraph.repro import replay_in_process
+from pytest_cgraph.repro_files import ENTRY_LINE, MARKER_LINE
 
 DIFFERS = """
 import torch

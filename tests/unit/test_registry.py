@@ -6,14 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
-from pytest_cgraph.registry import (
-    BASE_SIGNATURE,
-    LAYER,
-    MARKER_LINE,
-    Registry,
-    program_ops,
-    read_entry,
-)
+from pytest_cgraph.registry import Registry, program_ops, read_entry
+from pytest_cgraph.repro_files import BASE_SIGNATURE, LAYER, MARKER_LINE
 
 WRONG = Difference(Kind.VALUE, 2, Place(Role.OUTPUT, index=0))
 CRASH = Difference(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -11,8 +12,8 @@ import pytest
 
 from pytest_cgraph.errors import EquivalenceError
 from pytest_cgraph.failures import Case, Failure, ReproStatus
-from pytest_cgraph.registry import MARKER_LINE
-from pytest_cgraph.repro import make_repro, write_repro
+from pytest_cgraph.repro import make_repro
+from pytest_cgraph.repro_files import MARKER_LINE, write_repro
 from pytest_cgraph.runner import check_source
 
 LOST_MUTATION = """\
@@ -36,6 +37,8 @@ ITERS = 5
 
 def failing(source: str, backend: str, modules: tuple[str, ...] = ()) -> Failure:
     """The failure ``source`` shows on ``backend``, as the campaign would record it."""
+    for module in modules:  # as the plugin would have: they register the backend
+        importlib.import_module(module)
     with pytest.raises(EquivalenceError) as raised:
         check_source(source, backend=backend)
     case = Case(source, backend, "cpu", 5, family="mutation", size=101, setup_modules=modules)
@@ -47,26 +50,26 @@ def text(size: int) -> str:
 
 
 def test_a_smaller_program_replaces_a_larger_never_the_reverse(tmp_path: Path) -> None:
-    path, status = write_repro(tmp_path, "value-output_0", text(300), 300)
-    assert (path.name, status) == ("value-output_0.py", ReproStatus.WRITTEN)
-    assert write_repro(tmp_path, "value-output_0", text(400), 400)[1] is ReproStatus.KEPT_SMALLER
-    assert write_repro(tmp_path, "value-output_0", text(100), 100)[1] is ReproStatus.WRITTEN
+    path, written = write_repro(tmp_path, "value-output_0", text(300), 300)
+    assert (path.name, written) == ("value-output_0.py", True)
+    assert write_repro(tmp_path, "value-output_0", text(400), 400)[1] is False  # kept smaller
+    assert write_repro(tmp_path, "value-output_0", text(100), 100)[1] is True
     assert "# size: 100" in path.read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == [".cgraph-repro.lock", "value-output_0.py"]
 
 
 def test_a_foreign_file_is_never_overwritten(tmp_path: Path) -> None:
     (tmp_path / "value-output_0.py").write_text("# my own notes\n")
-    path, status = write_repro(tmp_path, "value-output_0", text(100), 100)
-    assert (path.name, status) == ("value-output_0-2.py", ReproStatus.WRITTEN)
+    path, written = write_repro(tmp_path, "value-output_0", text(100), 100)
+    assert (path.name, written) == ("value-output_0-2.py", True)
     assert (tmp_path / "value-output_0.py").read_text() == "# my own notes\n"
 
 
 def test_a_corrupted_repro_of_ours_is_kept_and_ours_goes_beside_it(tmp_path: Path) -> None:
     corrupted = f"{MARKER_LINE}\n\x00\x17 truncated by a full disk".encode()
     (tmp_path / "value-output_0.py").write_bytes(corrupted)
-    path, status = write_repro(tmp_path, "value-output_0", text(100), 100)
-    assert (path.name, status) == ("value-output_0-2.py", ReproStatus.WRITTEN)
+    path, written = write_repro(tmp_path, "value-output_0", text(100), 100)
+    assert (path.name, written) == ("value-output_0-2.py", True)
     assert (tmp_path / "value-output_0.py").read_bytes() == corrupted
     assert path.stat().st_mode & 0o044 == 0o044  # readable by others, unlike mkstemp's files
 
@@ -74,8 +77,7 @@ def test_a_corrupted_repro_of_ours_is_kept_and_ours_goes_beside_it(tmp_path: Pat
 RACE = """
 import sys
 from pathlib import Path
-from pytest_cgraph.registry import MARKER_LINE
-from pytest_cgraph.repro import write_repro
+from pytest_cgraph.repro_files import MARKER_LINE, write_repro
 
 directory, size = Path(sys.argv[1]), int(sys.argv[2])
 text = f"{MARKER_LINE}\\n# size: {size}\\nprint('repro of size {size}')\\n"
