@@ -10,6 +10,15 @@ import pytest
 class XdistHooks:
     """Hand every worker the campaign seed; report what a dead worker was checking."""
 
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        # A worker that finished sends the programs of dead workers it
+        # found in its directory (see pytest_cgraph.crashes).
+        from pytest_cgraph.crashes import DEAD_KEY, receive_dead_programs
+
+        messages = getattr(node, "workeroutput", {}).get(DEAD_KEY)
+        if messages:
+            receive_dead_programs(self.config, messages)
+
     def __init__(self, config: pytest.Config, seed: int) -> None:
         self.config = config
         self.seed = seed

@@ -48,15 +48,21 @@ class NewBugsFound(AssertionError):
 
 
 class CampaignItem(pytest.Item):
-    """``cgraph::<family>``: hunt for new bugs in one program family."""
+    """``cgraph::<family>`` (or one shard, ``cgraph::<family>[k]``): hunt for new bugs
+    in one program family, within its share of the budget."""
 
-    def __init__(self, *, family: str, options: CgraphOptions, seed: int, **kwargs: Any) -> None:
+    def __init__(
+        self, *, family: str, options: CgraphOptions, seed: int, budget: Budget, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.family = family
         self.options = options
         self.campaign_seed = seed
+        self.budget = budget
         self.add_marker("cgraph")
         self._last_progress = 0.0
+        self._started = self._last_snapshot = time.perf_counter()
+        self._snapshot_new = 0
 
     @property
     def item_seed(self) -> int:
@@ -79,17 +85,18 @@ class CampaignItem(pytest.Item):
                 record=lambda failure: self._record(failure, checker),
                 registry=session.registry(self.config),
                 layer_of=_layer_of,
-                budget=Budget(options.examples, options.duration, options.shrink_seconds),
+                budget=self.budget,
                 stats=stats,
                 strict=options.strict,
                 seed=self.item_seed,
                 database_key=self.nodeid.encode(),
                 progress=self._progress,
             )
+            self._started = self._last_snapshot = started
             try:
                 found = hunt.run()
             finally:
-                stats.seconds += time.perf_counter() - started
+                stats.seconds = time.perf_counter() - started
         if found:
             verbose = self.config.get_verbosity() > 0
             raise NewBugsFound(self.family, found, hunt.stalled, verbose)
@@ -133,7 +140,7 @@ class CampaignItem(pytest.Item):
         is written for what does not reproduce. A hang or a dead process is
         replayed by its repro's subprocess check instead.
         """
-        from pytest_cgraph.repro import make_repro
+        from pytest_cgraph.repro import verify_repro
 
         if not failure.difference.ends_process:
             replayed = checker.check(failure.case)
@@ -152,10 +159,15 @@ class CampaignItem(pytest.Item):
                         detail=f"it failed once, then the same program {how} when replayed",
                     )
                 )
-        return make_repro(failure, self.options.repro_dir)
+        # Written by the run's controller (this process, or xdist's), which
+        # gets it with the item's statistics: see pytest_cgraph.live.
+        return verify_repro(failure, self.options.repro_dir)
 
     def _progress(self, hunt: Hunt) -> None:
-        """A line every ``PROGRESS_SECONDS`` with ``-v``: an item can run for minutes."""
+        """After each check: the item's statistics to the controller every
+        ``SNAPSHOT_SECONDS`` and at once after a new failure; a line every
+        ``PROGRESS_SECONDS`` with ``-v``, as an item can run for minutes."""
+        self._send_snapshot(hunt)
         now = time.monotonic()
         if self.config.get_verbosity() < 1 or now - self._last_progress < PROGRESS_SECONDS:
             return
@@ -170,6 +182,17 @@ class CampaignItem(pytest.Item):
             f"{elapsed:.0f} s"
         )
         write_progress(self.config, line)
+
+    def _send_snapshot(self, hunt: Hunt) -> None:
+        from pytest_cgraph.live import SNAPSHOT_SECONDS, send_snapshot
+
+        now = time.perf_counter()
+        if len(hunt.new) == self._snapshot_new and now - self._last_snapshot < SNAPSHOT_SECONDS:
+            return
+        self._snapshot_new, self._last_snapshot = len(hunt.new), now
+        stats = session.stats_of(self)
+        stats.seconds = now - self._started
+        send_snapshot(self, stats)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, NewBugsFound):
@@ -208,15 +231,27 @@ def _layer_of(case: Case) -> str | None:
 
 
 def make_items(session_: pytest.Session, options: CgraphOptions, seed: int) -> list[CampaignItem]:
-    """The campaign's items, one per selected family, in the families' order."""
-    return [
-        CampaignItem.from_parent(
-            session_,
-            name=family,
-            nodeid=f"cgraph::{family}",
-            family=family,
-            options=options,
-            seed=seed,
-        )
-        for family in options.families
-    ]
+    """The campaign's items in the families' order: one per family, or with
+    ``--cgraph-shards N`` up to N per family, each with its share of the budget.
+
+    A shard is named by its index, so its seed (mixed from the node id) and
+    the programs it draws do not depend on how many workers run it.
+    """
+    budget = Budget(options.examples, options.duration, options.shrink_seconds)
+    items = []
+    for family in options.families:
+        shares = budget.shares(options.shards)
+        for index, share in enumerate(shares):
+            name = family if options.shards == 1 else f"{family}[{index}]"
+            items.append(
+                CampaignItem.from_parent(
+                    session_,
+                    name=name,
+                    nodeid=f"cgraph::{name}",
+                    family=family,
+                    options=options,
+                    seed=seed,
+                    budget=share,
+                )
+            )
+    return items

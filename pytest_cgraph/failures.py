@@ -156,6 +156,8 @@ class ReproStatus(str, enum.Enum):
     """What became of a failure's repro file."""
 
     WRITTEN = "written"
+    #: Verified where it was found (an xdist worker); the run's controller writes it.
+    VERIFIED = "verified, to be written"
     KEPT_SMALLER = "kept smaller"  # an equal or smaller repro of the signature is there
     NOT_REPRODUCIBLE = "not reproducible"
     NOT_INLINABLE = "not written inline"
@@ -179,6 +181,10 @@ class ReproResult:
     detail: str = ""
     layer: str | None = None
     cudagraph_specific: bool = False
+    #: The verified file's text, while it travels to the process that writes it.
+    text: str | None = None
+    #: The text is a registry entry (``.toml``), not a standalone file.
+    entry: bool = False
 
     @property
     def verified(self) -> bool:
@@ -187,6 +193,8 @@ class ReproResult:
 
     def line(self) -> str:
         """One line for a failure report: the file and what is known of it, or why none."""
+        if self.status is ReproStatus.VERIFIED:
+            return f"repro (verified; the run's controller writes it): {self.path} -- {self.detail}"
         if self.path is None:
             return f"no repro file ({self.status}): {self.detail}"
         return f"repro ({self.status}): {self.path} -- {self.detail}"

@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -40,6 +40,9 @@ HARD_LIMIT_GRACE = 10.0
 
 #: After the soft limit fires, it fires again this often until the block ends.
 REPEAT_SECONDS = 1.0
+
+#: The name a record takes once a process has claimed it to report it.
+_CLAIMED = re.compile(r"\.claimed-(\d+)\.json$")
 
 #: First line faulthandler writes when its watchdog fires.
 _WATCHDOG_HEADER = re.compile(r"^Timeout \(\d+:\d\d:\d\d\)!", re.MULTILINE)
@@ -201,10 +204,39 @@ def stale_records(repro_dir: Path) -> list[Path]:
         return []
     stale = []
     for record in sorted(directory.glob("*.json")):
+        claimer = _CLAIMED.search(record.name)
+        if claimer is not None and _alive(int(claimer.group(1))):
+            continue  # being reported by the live process that claimed it
         dead = read_dead_program(record)
         if dead is None or not _alive(dead.pid):
             stale.append(record)
     return stale
+
+
+def claim_stale_records(repro_dir: Path) -> list[DeadProgram]:
+    """Take the records of processes that are gone, so that no other process takes them too.
+
+    Each is renamed (atomically) to a name only this process uses before
+    it is read: of several xdist workers sharing a directory, exactly one
+    reports each dead program. The caller reports it, then forgets it.
+    """
+    claimed = []
+    for record in stale_records(repro_dir):
+        mine = record.with_name(f"{record.stem}.claimed-{os.getpid()}.json")
+        try:
+            os.replace(record, mine)
+        except OSError:
+            continue  # another process took it first
+        stacks = record.with_suffix(".stacks")
+        if stacks.exists():
+            with suppress(OSError):
+                os.replace(stacks, mine.with_suffix(".stacks"))
+        dead = read_dead_program(mine)
+        if dead is None:
+            remove_record(mine)
+            continue
+        claimed.append(dead)
+    return claimed
 
 
 def _alive(pid: int) -> bool:
@@ -214,4 +246,11 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    # A dead xdist worker stays a zombie until its parent, the controller,
+    # reaps it: it answers the signal test but runs no more.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            state = stat.read().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"

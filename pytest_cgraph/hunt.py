@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +53,21 @@ class Budget:
     duration: float | None = None
     shrink_seconds: float = 20.0
 
+    def shares(self, count: int) -> list[Budget]:
+        """This budget split over ``count`` items (``--cgraph-shards``).
+
+        The examples are dealt out so that they add up to this budget's,
+        and a duration is divided, so that sharding a family spreads its
+        work over more workers without adding to it. Shares with nothing
+        to draw (fewer examples than shards) are left out. Each share may
+        still spend ``shrink_seconds`` on each failure it finds.
+        """
+        if self.duration is not None:
+            return [dataclasses.replace(self, duration=self.duration / count) for _ in range(count)]
+        whole, extra = divmod(self.examples, count)
+        counts = [whole + (1 if index < extra else 0) for index in range(count)]
+        return [dataclasses.replace(self, examples=number) for number in counts if number]
+
 
 class BudgetSpent(BaseException):
     """Ends a round from inside Hypothesis when the budget is spent.
@@ -71,6 +87,39 @@ class ProgramFailure(AssertionError):
     def __init__(self, failure: Failure) -> None:
         super().__init__(failure.difference.headline())
         self.failure = failure
+
+
+@contextmanager
+def _without_local_constants() -> Iterator[None]:
+    """Draw without the constants Hypothesis mines from "local" modules.
+
+    Hypothesis sometimes draws a number found in the source of the modules
+    loaded from outside site-packages. Which those are depends on the
+    process: an editable install, a plugin, the pytest that xdist copies
+    into a remote worker's directory. A campaign's programs must depend on
+    its seed alone, on every worker and host, so its rounds see no such
+    constants. (Hypothesis's own global constants are still drawn.)
+    """
+    try:
+        from hypothesis.internal.conjecture import providers
+
+        original = providers._get_local_constants
+        empty = providers._local_constants.__class__(
+            integers=providers.SortedSet(),
+            floats=providers.SortedSet(key=providers.float_to_int),
+            bytes=providers.SortedSet(),
+            strings=providers.SortedSet(),
+        )
+    except (ImportError, AttributeError, TypeError):  # another Hypothesis: draw as it does
+        yield
+        return
+    providers.CONSTANTS_CACHE.cache.clear()
+    providers._get_local_constants = lambda: empty
+    try:
+        yield
+    finally:
+        providers._get_local_constants = original
+        providers.CONSTANTS_CACHE.cache.clear()
 
 
 @dataclass
@@ -150,6 +199,7 @@ class Hunt:
         )
         self.new[failure.signature] = recorded
         self.stats.failures.append(recorded)
+        self.progress(self)
 
     def _round(self) -> bool:
         """One Hypothesis search; True if it ran to its end without a new failure."""
@@ -198,7 +248,8 @@ class Hunt:
             suppress_health_check=list(HealthCheck),
             **options,
         )(hypothesis_seed(self.seed + self.rounds - 1)(given(self.strategy)(fuzz)))
-        test()
+        with _without_local_constants():
+            test()
         return True
 
     def _check(self, program: Any, source: str, drawn: bool) -> Failure | None:

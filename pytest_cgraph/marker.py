@@ -182,7 +182,7 @@ class MarkedRun:
 
     def record_failure(self) -> Failure:
         """The last failing call as a failure, its repro written where it can be inlined."""
-        from pytest_cgraph.repro import make_repro
+        from pytest_cgraph.repro import make_repro, verify_repro
         from pytest_cgraph.standalone import NotInlinable, backend_name, program_source
 
         call = self.failed_call
@@ -214,7 +214,12 @@ class MarkedRun:
             setup_modules=setup_modules,
             replay=f"pytest --cgraph '{self.item.nodeid}'",
         )
-        return make_repro(Failure(case, call.error.difference), self.options.repro_dir)
+        failure = Failure(case, call.error.difference)
+        if hasattr(self.item.config, "workerinput"):
+            # An xdist worker verifies; the controller, which alone writes
+            # the repro dir, writes it when the report arrives.
+            return verify_repro(failure, self.options.repro_dir)
+        return make_repro(failure, self.options.repro_dir)
 
 
 def run_marked(item: pytest.Function, settings: MarkerSettings) -> None:

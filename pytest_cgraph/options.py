@@ -89,6 +89,12 @@ OPTIONS = (
         "",
     ),
     Option(
+        "--cgraph-shards",
+        "split each family's budget (examples or duration) over N campaign items, "
+        "cgraph::<family>[0] ... [N-1], so that many workers stay busy (default: 1)",
+        1,
+    ),
+    Option(
         "--cgraph-shrink-seconds",
         f"seconds spent shrinking one failure (default: {DEFAULT_SHRINK_SECONDS:g})",
         DEFAULT_SHRINK_SECONDS,
@@ -193,6 +199,7 @@ class CgraphOptions:
     known_dirs: tuple[Path, ...] = ()
     baseline: bool = True
     check_known: bool = False
+    shards: int = 1
 
 
 OPTIONS_KEY = pytest.StashKey[CgraphOptions]()
@@ -247,6 +254,7 @@ def read_options(config: pytest.Config) -> CgraphOptions:
         known_dirs=checked("cgraph_known", lambda _: _known_dirs(values["cgraph_known"][0])),
         baseline=not bool(values["cgraph_no_baseline"][0]),
         check_known=bool(values["cgraph_check_known"][0]),
+        shards=checked("cgraph_shards", lambda v: positive_int(v, "shards")),
     )
 
 

@@ -23,7 +23,7 @@ from pytest_cgraph.fixture import cgraph
 from pytest_cgraph.marker import MARKER, MARKER_HELP, MarkerSettings, run_marked
 from pytest_cgraph.options import OPTIONS_KEY, CgraphOptions, add_options, read_options
 from pytest_cgraph.registry import cached_is_repro_file
-from pytest_cgraph.stats import REPORT_KEY, RunStats, summary_lines, write_report
+from pytest_cgraph.stats import REPORT_KEY, summary_lines
 
 if TYPE_CHECKING:
     from collections.abc import Generator
@@ -106,6 +106,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[OPTIONS_KEY] = options
     config.stash[STARTED_KEY] = time.perf_counter()
     worker_input = getattr(config, "workerinput", None)
+    if worker_input is None:
+        global _controller_config
+        _controller_config = config
     if worker_input is not None and "cgraph_seed" in worker_input:
         config.stash[SEED_KEY] = worker_input["cgraph_seed"]
     else:
@@ -119,6 +122,41 @@ def pytest_configure(config: pytest.Config) -> None:
             config.pluginmanager.register(
                 XdistHooks(config, config.stash[SEED_KEY]), "cgraph-xdist"
             )
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    options = config.stash[OPTIONS_KEY]
+    if not options.enabled or hasattr(config, "workerinput"):
+        return
+    # The controller alone writes the repro dir and the report; a report
+    # exists from the start, so a run killed at any moment leaves one.
+    import torch
+
+    from pytest_cgraph.live import LIVE_KEY, LiveRun
+
+    live = LiveRun(
+        repro_dir=options.repro_dir,
+        report=options.report,
+        run={
+            "backend": options.backend,
+            "device": session_device(config),
+            "iters": options.iters,
+            "seed": config.stash[SEED_KEY],
+            "torch": torch.__version__,
+        },
+        started=config.stash[STARTED_KEY],
+    )
+    config.stash[LIVE_KEY] = live
+    live.write(force=True)
+
+
+def session_device(config: pytest.Config) -> str:
+    """The device the campaign checks on, as the controller names it."""
+    from pytest_cgraph.backends import resolve_device
+
+    device = resolve_device(config.stash[OPTIONS_KEY].device)
+    return str(device) if device is not None else "cpu"
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
@@ -140,6 +178,8 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         if options.duration is not None
         else f"examples={options.examples}"
     )
+    if options.shards > 1:
+        budget += f" in {options.shards} shards per family"
     return (
         f"cgraph: backend={options.backend} device={device} iters={options.iters} {budget} "
         f"{capture} seed={seed} (rerun with --cgraph-seed={seed})"
@@ -231,12 +271,21 @@ def pytest_runtest_makereport(
     if report.when == "call" and report.passed and cached_is_repro_file(item.path):
         # A repro that passes no longer reproduces: its bug is fixed.
         report.__dict__[FIXED_KEY] = str(item.path)
+    if report.when == "setup" and hasattr(item.config, "workerinput"):
+        from pytest_cgraph.crashes import DEAD_KEY, dead_programs_to_send
+
+        dead = dead_programs_to_send(item.config)
+        if dead:
+            report.__dict__[DEAD_KEY] = dead
     if report.when == "call":
         stats = item.stash.get(session.STATS_KEY, None)
         if stats is not None:
+            from pytest_cgraph.live import RSS_KEY, rss_mb
+
             # Travels to the xdist controller with the report (pytest
             # serialises report.__dict__), as Hypothesis's statistics do.
             report.__dict__[REPORT_KEY] = stats.to_json()
+            report.__dict__[RSS_KEY] = rss_mb()
         # torch's own log records (compile traces, Dynamo's debug lines) are
         # the harness's business, not the reader's: the failure says what
         # matters, and the repro replays it.
@@ -244,6 +293,69 @@ def pytest_runtest_makereport(
             (title, content) for title, content in report.sections if "log" not in title
         ]
     return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # Controller side of pytest_cgraph.live: fold in what a report carries
+    # (first, so that reporters see the repro paths as written).
+    config = _controller_config
+    if config is None:
+        return
+    from pytest_cgraph.live import LIVE_KEY, RSS_KEY, SNAPSHOT_KEY, worker_name
+
+    live = config.stash.get(LIVE_KEY, None)
+    if live is None:
+        return
+    worker = worker_name(report)
+    snapshot = report.__dict__.pop(SNAPSHOT_KEY, None)
+    if snapshot is not None:
+        live.receive(report.nodeid, worker, snapshot["stats"], rss=snapshot["rss_mb"])
+    from pytest_cgraph.crashes import DEAD_KEY, receive_dead_programs
+
+    dead = report.__dict__.pop(DEAD_KEY, None)
+    if dead:
+        receive_dead_programs(config, dead)
+    data = report.__dict__.get(REPORT_KEY)
+    if data is None or report.when != "call":
+        return
+    rss = report.__dict__.pop(RSS_KEY, None)
+    updated = live.receive(report.nodeid, worker, data, rss=rss, final=True)
+    report.__dict__[REPORT_KEY] = updated
+    if isinstance(report.longrepr, str):
+        from pytest_cgraph.failures import Failure
+
+        for sent, stored in zip(data["failures"], updated["failures"], strict=True):
+            before, after = Failure.from_json(sent).repro, Failure.from_json(stored).repro
+            if before is not None and after is not None and before != after:
+                report.longrepr = report.longrepr.replace(before.line(), after.line())
+
+
+#: The controller's config, for hooks that are given only a report.
+_controller_config: pytest.Config | None = None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    global _controller_config
+    if _controller_config is config:
+        _controller_config = None
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    if hasattr(config, "workerinput"):
+        if config.stash[OPTIONS_KEY].enabled:
+            from pytest_cgraph.crashes import DEAD_KEY, dead_programs_to_send
+
+            # A worker that replaced a dead one and ran no item sends its
+            # predecessor's program as it finishes.
+            config.workeroutput[DEAD_KEY] = dead_programs_to_send(config)  # type: ignore[attr-defined]
+        return
+    from pytest_cgraph.live import LIVE_KEY
+
+    live = config.stash.get(LIVE_KEY, None)
+    if live is not None and live.dead_elsewhere and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -262,12 +374,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     options = config.stash[OPTIONS_KEY]
     if not options.enabled:
         return
-    total = RunStats()
-    for reports in terminalreporter.stats.values():
-        for report in reports:
-            data = getattr(report, REPORT_KEY, None)
-            if data is not None:
-                total.merge(RunStats.from_json(data))
+    from pytest_cgraph.live import LIVE_KEY
+
+    live = config.stash[LIVE_KEY]
+    total = live.total()
     wall = time.perf_counter() - config.stash[STARTED_KEY]
     from pytest_cgraph.strategies.ops import OPS
 
@@ -279,21 +389,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     )
     for line in summary_lines(total, wall, [op.name for op in OPS]):
         terminalreporter.write_line(line)
+    for text in live.dead_elsewhere:
+        terminalreporter.write_line(f"a program killed the process that checked it:\n{text}")
+    live.write(force=True, complete=True)
     if options.report is not None:
-        import torch
-
-        write_report(
-            options.report,
-            total,
-            wall,
-            {
-                "backend": options.backend,
-                "device": device,
-                "iters": options.iters,
-                "seed": seed,
-                "torch": torch.__version__,
-            },
-        )
         terminalreporter.write_line(f"JSON report: {options.report}")
 
 

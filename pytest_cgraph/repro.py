@@ -466,14 +466,28 @@ def locate_layer(case: Case) -> tuple[str | None, bool]:
 def make_repro(failure: Failure, directory: Path, *, entry: bool = False) -> Failure:
     """Locate the layer, render, verify and write (or keep the smaller) repro.
 
-    With ``entry``, what is written is the verified file's entry (its
-    header and program without the oracle), for a registry: the standalone
-    file is still what is verified, and :func:`export` gives it back.
-    Returns the failure with its :class:`ReproResult`. A program that hangs
-    or kills its process is neither located on the ladder nor verified here
-    (either would hang or kill this process): its file is verified by
-    running it in a subprocess, and a death the record could only call
-    ``died`` is named by the signal the file's run died of.
+    :func:`verify_repro` then :func:`store_repro`, in one process: what a
+    run without xdist workers, and the record command, do.
+    """
+    return store_repro(verify_repro(failure, directory, entry=entry), directory)
+
+
+def verify_repro(failure: Failure, directory: Path, *, entry: bool = False) -> Failure:
+    """Locate the layer, render and verify a failure's repro, writing nothing.
+
+    Returns the failure with a :class:`ReproResult` that is ``VERIFIED``
+    (carrying the text to write and the path it is meant for in
+    ``directory``) or ``NOT_REPRODUCIBLE``. Verifying needs the machine
+    that found the failure (its torch, its GPU); writing needs only the
+    text, so under xdist a worker verifies and the controller writes.
+
+    With ``entry``, the text is the verified file's entry (its header and
+    program without the oracle), for a registry: the standalone file is
+    still what is verified, and :func:`export` gives it back. A program
+    that hangs or kills its process is neither located on the ladder nor
+    verified here (either would hang or kill this process): its file is
+    verified by running it in a subprocess, and a death the record could
+    only call ``died`` is named by the signal the file's run died of.
     """
     if failure.difference.ends_process:
         layer, specific = None, False
@@ -488,17 +502,34 @@ def make_repro(failure: Failure, directory: Path, *, entry: bool = False) -> Fai
     if found is None:
         result = ReproResult(ReproStatus.NOT_REPRODUCIBLE, None, detail, layer, specific)
         return failure.with_repro(result)
-    name = _full_signature(failure.signature, layer)
+    suffix = ENTRY_SUFFIX if entry else REPRO_SUFFIX
+    meant_for = directory / f"{_full_signature(failure.signature, layer)}{suffix}"
+    result = ReproResult(
+        ReproStatus.VERIFIED, str(meant_for), detail, layer, specific, text=stored, entry=entry
+    )
+    return failure.with_repro(result)
+
+
+def store_repro(failure: Failure, directory: Path) -> Failure:
+    """Write a ``VERIFIED`` repro into ``directory`` (keeping an equal or smaller one
+    already there); any other failure comes back unchanged.
+
+    Needs no torch: it runs wherever the repro dir is, the xdist controller.
+    """
+    repro = failure.repro
+    if repro is None or repro.status is not ReproStatus.VERIFIED or repro.text is None:
+        return failure
+    suffix = ENTRY_SUFFIX if repro.entry else REPRO_SUFFIX
+    name = _full_signature(failure.signature, repro.layer)
     try:
-        suffix = ENTRY_SUFFIX if entry else REPRO_SUFFIX
-        path, written = write_repro(directory, name, stored, failure.case.size, suffix)
+        path, written = write_repro(directory, name, repro.text, failure.case.size, suffix)
     except OSError as error:
-        result = ReproResult(
-            ReproStatus.WRITE_FAILED, None, f"{directory}: {error}", layer, specific
-        )
-        return failure.with_repro(result)
-    status = ReproStatus.WRITTEN if written else ReproStatus.KEPT_SMALLER
-    return failure.with_repro(ReproResult(status, str(path), detail, layer, specific))
+        status, where, detail = ReproStatus.WRITE_FAILED, None, f"{directory}: {error}"
+    else:
+        status = ReproStatus.WRITTEN if written else ReproStatus.KEPT_SMALLER
+        where, detail = str(path), repro.detail
+    stored = ReproResult(status, where, detail, repro.layer, repro.cudagraph_specific)
+    return failure.with_repro(stored)
 
 
 def _stored_text(
