@@ -101,6 +101,8 @@ def refresh(directory: Path) -> list[str]:
             if failure.repro is None or not failure.repro.verified or len(written) != 1:
                 lines.append(f"KEPT AS IT WAS {path.name}: the new file did not verify")
                 continue
+            if isinstance(settings.get("ops"), list):
+                _keep_declared_ops(written[0], settings["ops"])
             # The file keeps its name (an entry's suffix): two entries may share
             # a signature (different programs of it), and neither may replace the other.
             written[0].replace(target)
@@ -108,6 +110,19 @@ def refresh(directory: Path) -> list[str]:
                 path.unlink()  # a .py file, now its entry
             lines.append(f"refreshed {target.name}")
     return lines
+
+
+def _keep_declared_ops(entry: Path, ops: list[object]) -> None:
+    """Carry an entry's hand-declared ``ops`` (see ``registry.read_entry``) into its
+    re-recorded text, which the recorder writes without them."""
+    import json
+
+    listed = ", ".join(json.dumps(str(op)) for op in ops)
+    text = entry.read_text()
+    head, device, rest = text.partition("\ndevice = ")
+    line, newline, tail = rest.partition("\n")
+    declared = f"ops = [{listed}]  # declared by hand: the calls a program must make to be this bug"
+    entry.write_text(f"{head}{device}{line}{newline}{declared}\n{tail}")
 
 
 def export_entry(entry: Path, out: Path) -> int:

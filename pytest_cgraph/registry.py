@@ -96,12 +96,29 @@ def read_entry(path: Path) -> KnownBug | None:
     if not is_own_text(head) or signature is None:
         return None
     layer = header_value(head, LAYER)
+    declared = _declared_ops(path, text)
     return KnownBug(
         signature,
         None if layer in (None, "none") else layer,
         path,
-        program_ops(_program_of(path, text)),
+        declared if declared is not None else program_ops(_program_of(path, text)),
     )
+
+
+def _declared_ops(path: Path, text: str) -> frozenset[str] | None:
+    """An entry's own ``ops = [...]``: the calls a failing program must make to be its
+    bug, where the minimal program's calls say too much. ``ops = []`` claims every
+    program with the entry's signature and layer: for a signature that names its
+    mechanism whatever op triggers it (an op that returns its input itself in eager)."""
+    if path.suffix != ENTRY_SUFFIX:
+        return None
+    try:
+        declared = tomllib.loads(text).get("ops")
+    except tomllib.TOMLDecodeError:
+        return None
+    if not isinstance(declared, list):
+        return None
+    return frozenset(str(op) for op in declared)
 
 
 def _program_of(path: Path, text: str) -> str:

@@ -200,7 +200,7 @@ def test_a_running_item_shows_its_progress_with_v(
         *workers,
     )
     result.assert_outcomes(passed=1)
-    progress = "cgraph::views: * drawn, * checked, 0 new, 0 known, * programs/s, * s"
+    progress = "cgraph::views: * drawn, * checked, 0 new, * known, * programs/s, * s"
     if workers:
         result.stderr.fnmatch_lines([f"[[]gw?[]] {progress}"])
     else:

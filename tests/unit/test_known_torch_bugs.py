@@ -32,7 +32,7 @@ BASELINE = baseline_dir(torch.__version__)
 FILES = sorted(BASELINE.glob("*.toml")) if BASELINE is not None else []
 #: The entry whose standalone file the default run checks: a small, quick one.
 SAMPLE = "grad-grad-aot_eager.toml"
-#: An entry's keys (``timeout`` only where it has one).
+#: An entry's keys (``timeout`` only where it has one, ``ops`` where it declares them).
 KEYS = {"signature", "backend", "backend_modules", "device", "program"}
 
 
@@ -47,7 +47,7 @@ def test_the_running_torch_has_a_baseline_or_none_is_claimed() -> None:
         assert text.startswith(ENTRY_LINE), path
         assert "def replay(" not in text and len(text.splitlines()) < 200, path
         # TOML data: its keys and nothing else.
-        assert KEYS <= set(recorded_settings(path)) <= {*KEYS, "timeout"}, path
+        assert KEYS <= set(recorded_settings(path)) <= {*KEYS, "timeout", "ops"}, path
     # No repro file (or entry of the older kind) is read beside them.
     assert BASELINE is None or not list(BASELINE.glob("*.py"))
 

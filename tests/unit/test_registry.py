@@ -88,3 +88,24 @@ def test_a_program_s_ops_are_its_calls_inside_program_only() -> None:
     )
     assert program_ops(source) == frozenset({"dropout", "add_", "helper"})
     assert program_ops("def program(:\n") == frozenset()
+
+
+def test_an_entry_that_declares_no_ops_claims_every_program_of_its_signature(
+    tmp_path: Path,
+) -> None:
+    baseline = Path(__file__).resolve().parents[2] / "pytest_cgraph" / "known" / "torch-2.13"
+    name = (
+        "aliasing-aliasing-is_output_shares_argument_shares_output_to_shares_argument_"
+        "shares_output-aot_eager.toml"
+    )
+    declared = read_entry(baseline / name)
+    assert declared is not None and declared.ops == frozenset()
+    # The same entry without its ``ops`` line claims only programs calling contiguous.
+    undeclared = tmp_path / name
+    undeclared.write_text(
+        "\n".join(line for line in (baseline / name).read_text().splitlines() if line != "ops = []")
+    )
+    narrow = read_entry(undeclared)
+    assert narrow is not None and narrow.ops == frozenset({"contiguous"})
+    flatten_program = frozenset({"view", "flatten"})
+    assert declared.claims(flatten_program) and not narrow.claims(flatten_program)
