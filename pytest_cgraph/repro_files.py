@@ -63,7 +63,8 @@ def write_repro(
     directory: Path, name: str, text: str, size: int, suffix: str = REPRO_SUFFIX
 ) -> tuple[Path, bool]:
     """Write ``<directory>/<name><suffix>`` (a repro file's ``.py``, an entry's ``.toml``)
-    atomically unless an equal or smaller repro is there.
+    atomically unless a smaller repro is there (or one of equal size whose text sorts
+    first: the kept file is the same whatever order the candidates come in).
 
     Returns the file's path and whether it was written (``False``: the
     smaller one already there was kept).
@@ -80,7 +81,10 @@ def write_repro(
             existing = target.read_text(errors="replace")
             old_size = header_value(existing, SIZE) if is_own_text(existing) else None
             if old_size is not None and old_size.isdigit():
-                if int(old_size) <= size:
+                # Equal sizes: the smaller text stays, so that which of two
+                # equally small repros is kept does not depend on which
+                # worker's arrived first.
+                if (int(old_size), existing) <= (size, text):
                     return target, False
                 break
             # Not ours, or ours but unreadable (no size): never overwritten;

@@ -221,3 +221,17 @@ def test_a_recorded_failure_is_plain_builtins_and_survives_json(tmp_path: Path) 
     data = recorded.to_json()
     _builtins_only(data)
     assert Failure.from_json(data) == recorded
+
+
+def test_of_two_equally_small_repros_the_same_one_stays_whatever_their_order(
+    tmp_path: Path,
+) -> None:
+    first = text(100) + "# found by: cgraph::mutation[0]\n"
+    second = text(100) + "# found by: cgraph::mutation[1]\n"
+    kept = []
+    for order in ((first, second), (second, first)):
+        directory = tmp_path / str(len(kept))
+        for candidate in order:
+            path, _ = write_repro(directory, "value-output_0", candidate, 100)
+        kept.append(path.read_text())
+    assert kept == [first, first]

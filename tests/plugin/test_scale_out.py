@@ -1,0 +1,154 @@
+"""Scale-out: shards, a pool of workers in directories of their own, a report that
+survives the controller's death."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_cgraph.repro_files import BASE_SIGNATURE, SIZE, header_value
+
+pytest_plugins = "pytester"
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def test_shards_split_each_family_budget_over_items(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess(
+        "--cgraph",
+        "-p",
+        "no:cacheprovider",
+        "--cgraph-backend=aot_eager",
+        "--cgraph-families=views",
+        "--cgraph-examples=5",
+        "--cgraph-shards=3",
+        "--cgraph-seed=5",
+        "--cgraph-report=r.json",
+        "-v",
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "cgraph: * examples=5 in 3 shards per family *",
+            "cgraph::views[[]0[]] PASSED*",
+            "cgraph::views[[]1[]] PASSED*",
+            "cgraph::views[[]2[]] PASSED*",
+        ]
+    )
+    report = json.loads((pytester.path / "r.json").read_text())
+    # The family's budget is dealt out (2 + 2 + 1), not multiplied.
+    assert report["drawn"] == 5 and report["families"] == {"views": report["programs"]}
+    assert report["complete"] is True
+
+
+POOL_ARGS = (
+    "--cgraph",
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "cgraph_doubles.faults",
+    "--cgraph-backend=faulty_lost_input_mutation",
+    "--cgraph-families=mutation",
+    "--cgraph-examples=12",
+    "--cgraph-seed=3",
+    "--cgraph-shards=2",
+    "--cgraph-report=r.json",
+    "-q",
+)
+
+
+def _run(directory: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(TESTS))
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *POOL_ARGS, *extra],
+        cwd=directory,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_a_pool_in_directories_of_its_own_finds_and_writes_what_one_process_does(
+    tmp_path: Path,
+) -> None:
+    # Two workers on popen gateways, each in a directory of its own, as on
+    # hosts that share no filesystem with the controller.
+    alone, controller, *workers = (tmp_path / name for name in ("alone", "ctl", "w0", "w1"))
+    for directory in (alone, controller, *workers):
+        directory.mkdir()
+    serial = _run(alone)
+    pool = _run(controller, "--dist=load", *(f"--tx=popen//chdir={worker}" for worker in workers))
+    assert serial.returncode == pool.returncode == 1, serial.stdout + pool.stdout
+    one, many = (json.loads((d / "r.json").read_text()) for d in (alone, controller))
+    for key in ("programs", "drawn", "invalid", "families", "features", "hits"):
+        assert one[key] == many[key], key
+    signatures = sorted(failure["signature"] for failure in one["failures"])
+    assert signatures and signatures == sorted(f["signature"] for f in many["failures"])
+    assert all(failure["verified"] for failure in many["failures"])
+    assert set(many["workers"]) == {"gw0", "gw1"}
+    # The same repro files, written by the controller alone. (Not always the
+    # same bytes: two shards may shrink a signature to programs of one size,
+    # and each file names the item that found it.)
+    repros = sorted(path.name for path in (alone / "cgraph-repros").glob("*.py"))
+    assert repros == sorted(path.name for path in (controller / "cgraph-repros").glob("*.py"))
+    for name in repros:
+        ours, theirs = ((d / "cgraph-repros" / name).read_text() for d in (alone, controller))
+        assert header_value(ours, BASE_SIGNATURE) == header_value(theirs, BASE_SIGNATURE)
+        assert header_value(ours, SIZE) == header_value(theirs, SIZE)
+    for worker in workers:
+        assert not (worker / "cgraph-repros").exists() and not (worker / "r.json").exists()
+
+
+FAST_SNAPSHOTS = """
+import pytest_cgraph.live
+
+pytest_cgraph.live.SNAPSHOT_SECONDS = 0.2
+pytest_cgraph.live.WRITE_SECONDS = 0.0
+pytest_cgraph.live.SAMPLE_SECONDS = 0.0
+"""
+
+
+def test_a_controller_killed_mid_run_leaves_a_valid_report(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(FAST_SNAPSHOTS)
+    report = pytester.path / "r.json"
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--cgraph",
+            "-p",
+            "no:cacheprovider",
+            "--cgraph-backend=aot_eager",
+            "--cgraph-families=views",
+            "--cgraph-duration=120s",
+            "--cgraph-report=r.json",
+        ],
+        cwd=pytester.path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        seen = 0
+        while time.monotonic() < deadline and seen < 3:
+            time.sleep(0.2)
+            if report.exists():
+                seen = json.loads(report.read_text())["programs"]
+        assert seen >= 3, "the report never showed the running item's programs"
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+    data = json.loads(report.read_text())  # atomic rewrites: never half a file
+    assert data["complete"] is False and data["programs"] >= 3
+    assert data["progress"] and data["progress"][-1]["programs"] <= data["programs"]
+    assert data["workers"]["main"]["rss_mb"] > 0
+    assert not list(pytester.path.glob("r.json.tmp"))

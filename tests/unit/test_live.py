@@ -1,0 +1,100 @@
+"""The controller's running total: repros written once, findings over time, shares of a budget,
+dead records claimed by one process, draws that do not depend on local modules."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from pytest_cgraph.failures import Case, Failure, ReproResult, ReproStatus
+from pytest_cgraph.guard import InFlight, claim_stale_records, stale_records
+from pytest_cgraph.hunt import Budget, _without_local_constants
+from pytest_cgraph.live import LiveRun
+from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
+from pytest_cgraph.repro_files import MARKER_LINE
+from pytest_cgraph.stats import RunStats
+
+WRONG = Difference(Kind.VALUE, 2, Place(Role.OUTPUT, index=0))
+SOURCE = "def program():\n    pass\n"
+
+
+def verified(nodeid: str) -> Failure:
+    """A failure as a worker sends it: verified, its text attached, nothing written."""
+    case = Case(SOURCE, "aot_eager", "cpu", 5, family="views", nodeid=nodeid, size=7)
+    text = f"{MARKER_LINE}\n# size: 7\nprint('repro')\n"
+    repro = ReproResult(ReproStatus.VERIFIED, "r/value-output.py", "reproduced", text=text)
+    return Failure(case, WRONG, repro)
+
+
+def stats_with(*failures: Failure, programs: int = 3) -> dict:
+    stats = RunStats(programs=programs, drawn=programs, campaign=True)
+    for failure in failures:
+        stats.failures.append(failure)
+        stats.count_hit(failure.signature)
+    return stats.to_json()
+
+
+def test_a_verified_repro_is_written_once_and_the_report_rewritten_as_it_arrives(
+    tmp_path: Path,
+) -> None:
+    clock = iter(float(second) for second in range(100))
+    live = LiveRun(tmp_path / "r", tmp_path / "r.json", {"seed": 1}, 0.0, lambda: next(clock))
+    live.write(force=True)
+    assert json.loads((tmp_path / "r.json").read_text())["programs"] == 0
+    snapshot = live.receive("cgraph::views", "gw0", stats_with(verified("cgraph::views")), rss=9.5)
+    [sent] = snapshot["failures"]
+    assert sent["repro_result"]["status"] == "written" and sent["repro_result"]["text"] is None
+    # The item's final report carries the same failure again: not written twice.
+    final = live.receive(
+        "cgraph::views", "gw0", stats_with(verified("cgraph::views"), programs=5), final=True
+    )
+    assert final["failures"][0]["repro_result"]["status"] == "written"
+    assert [p.name for p in (tmp_path / "r").glob("*.py")] == ["value-output.py"]
+    report = json.loads((tmp_path / "r.json").read_text())
+    # The item's latest figures replace its earlier ones; nothing is counted twice.
+    assert report["programs"] == 5 and report["new_signatures"] == 1
+    assert report["complete"] is False and report["seed"] == 1
+    assert [entry["signature"] for entry in report["timeline"]] == ["value-output"]
+    assert report["timeline"][0]["new"] is True
+    assert report["workers"]["gw0"]["peak_rss_mb"] == 9.5
+    live.write(force=True, complete=True)
+    assert json.loads((tmp_path / "r.json").read_text())["complete"] is True
+
+
+def test_a_budget_is_dealt_out_over_shards_not_multiplied() -> None:
+    assert [share.examples for share in Budget(5).shares(3)] == [2, 2, 1]
+    assert [share.examples for share in Budget(2).shares(3)] == [1, 1]  # none with nothing
+    assert [share.duration for share in Budget(9, duration=60.0).shares(4)] == [15.0] * 4
+
+
+def test_a_dead_record_is_claimed_by_one_process_only(tmp_path: Path) -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    inflight = InFlight(tmp_path, "cgraph::views")
+    inflight.start(Case(SOURCE, "aot_eager", "cpu", 5, nodeid="cgraph::views"), pid=gone.pid)
+    [dead] = claim_stale_records(tmp_path)
+    assert dead.case.nodeid == "cgraph::views" and not inflight.path.exists()
+    # Claimed by a live process (this one): nobody else takes it, nor sees it as stale.
+    assert claim_stale_records(tmp_path) == [] and stale_records(tmp_path) == []
+    dead.forget()
+    assert not list(tmp_path.rglob("*.json"))
+
+
+def test_campaign_rounds_see_no_constants_of_local_modules(tmp_path: Path) -> None:
+    from hypothesis.internal.conjecture import providers
+
+    module = tmp_path / "local_constants_here.py"
+    module.write_text("VALUES = (123456789, 98765.4321, 'a local string')\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import local_constants_here  # noqa: F401  (a local module, as Hypothesis sees it)
+
+        assert 123456789 in providers._get_local_constants().integers
+        with _without_local_constants():
+            assert 123456789 not in providers._get_local_constants().integers
+        assert 123456789 in providers._get_local_constants().integers
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("local_constants_here", None)
