@@ -219,7 +219,8 @@ def _check_redis(entry: DatabaseEntry) -> None:
         ) from None
     except redis.RedisError as error:
         raise ConfigurationError(
-            f"Redis at {entry.address} answered PING with an error ({_one_line(error)})"
+            f"{entry.address} did not answer PING as a Redis server does ({_one_line(error)}); "
+            "correct the URL"
         ) from None
     finally:
         client.close()
