@@ -6,9 +6,11 @@ from typing import Any
 
 import pytest
 
+from pytest_cgraph.options import OPTIONS_KEY
+
 
 class XdistHooks:
-    """Hand every worker the campaign seed; report what a dead worker was checking."""
+    """Hand every worker the campaign seed and database; report what a dead worker was checking."""
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         # A worker that finished sends the programs of dead workers it
@@ -25,6 +27,10 @@ class XdistHooks:
 
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["cgraph_seed"] = self.seed
+        # Resolved here: a worker started in another directory uses the same database.
+        database = self.config.stash[OPTIONS_KEY].database
+        if database is not None:
+            node.workerinput["cgraph_database"] = str(database)
 
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
         from pytest_cgraph.crashes import handle_crashed_item

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_cgraph import session
+from pytest_cgraph.database import build_database
 from pytest_cgraph.failures import Case, Failure, ReproResult, ReproStatus, Verdict
 from pytest_cgraph.hunt import STALL_AFTER, Budget, Hunt
 from pytest_cgraph.options import CgraphOptions
@@ -90,6 +91,9 @@ class CampaignItem(pytest.Item):
                 strict=options.strict,
                 seed=self.item_seed,
                 database_key=self.nodeid.encode(),
+                database=(
+                    "default" if options.database is None else build_database(options.database)
+                ),
                 progress=self._progress,
             )
             self._started = self._last_snapshot = started

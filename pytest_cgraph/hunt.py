@@ -21,12 +21,15 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_cgraph.failures import Case, Failure, Outcome, Verdict
 from pytest_cgraph.oracle.difference import Difference
 from pytest_cgraph.registry import KnownBug, Registry, program_ops
 from pytest_cgraph.stats import RunStats
+
+if TYPE_CHECKING:
+    from pytest_cgraph.keep_failing import KeepFailing
 
 #: New signatures one item may find before it stops: past this, the
 #: backend is broken in ways better read from the first ones.
@@ -158,6 +161,7 @@ class Hunt:
     _layers: dict[str, str | None] = field(default_factory=dict)
     _first_failure: float | None = None
     _drawn_at_failure: int | None = None
+    _differing: set[str] = field(default_factory=set)
 
     @property
     def stalled(self) -> bool:
@@ -208,7 +212,9 @@ class Hunt:
 
         self._first_failure = None
         self._drawn_at_failure = None
+        self._differing = set()
         outcomes: dict[str, Failure | None] = {}
+        kept = self._kept_database()
 
         def fuzz(program: Any) -> None:
             source = program.render()
@@ -221,6 +227,8 @@ class Hunt:
                 elif self.spent:
                     raise BudgetSpent
                 outcomes[source] = self._check(program, source, self._first_failure is None)
+            if kept is not None:
+                kept.last_failed = source in self._differing
             failure = outcomes[source]
             if failure is not None:
                 if self._first_failure is None:
@@ -237,7 +245,9 @@ class Hunt:
             if self.budget.duration is not None
             else self.budget.examples - self.drawn
         )
-        options: dict[str, Any] = {} if self.database == "default" else {"database": self.database}
+        options: dict[str, Any] = (
+            {} if self.database == "default" else {"database": kept or self.database}
+        )
         test = settings(
             max_examples=max(remaining, 1),
             deadline=None,
@@ -251,6 +261,19 @@ class Hunt:
         with _without_local_constants():
             test()
         return True
+
+    def _kept_database(self) -> KeepFailing | None:
+        """A given database, wrapped so that a replayed failure stays saved while it fails.
+
+        Without the wrapper, the round after a failure replays it, passes
+        over it as found, and Hypothesis deletes it: the next run would not
+        replay it first. Hypothesis's default database is used as it is.
+        """
+        if self.database in ("default", None):
+            return None
+        from pytest_cgraph.keep_failing import KeepFailing
+
+        return KeepFailing(self.database)
 
     def _check(self, program: Any, source: str, drawn: bool) -> Failure | None:
         """Check one program: a new failure, or ``None`` (passed, invalid, or known)."""
@@ -271,6 +294,8 @@ class Hunt:
         difference = outcome.difference
         known = None if difference is None or self.strict else self._known(difference, case)
         self.stats.count_outcome(outcome, str(known.path) if known is not None else None)
+        if difference is not None:
+            self._differing.add(case.source)
         if difference is None:
             self.ends_in_a_row = 0
             return None

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from pytest_cgraph.database import DatabaseSpec, base_directory, parse_database
 from pytest_cgraph.oracle.errors import ConfigurationError
 from pytest_cgraph.strategies.families import FAMILIES
 from pytest_cgraph.validation import (
@@ -144,6 +145,13 @@ OPTIONS = (
         DEFAULT_TIMEOUT,
     ),
     Option(
+        "--cgraph-database",
+        "Hypothesis example database shared by workers, machines and runs, whose failures "
+        "are replayed first: a directory or redis://host:port/db; ro: before one only reads "
+        "it; several, comma-separated, are used together (default: Hypothesis's own)",
+        "",
+    ),
+    Option(
         "--cgraph-isolate",
         "check each program in a child process, so that a segfault or hang is a failure, "
         "not the end of the run (for runs without pytest-xdist)",
@@ -200,6 +208,7 @@ class CgraphOptions:
     baseline: bool = True
     check_known: bool = False
     shards: int = 1
+    database: DatabaseSpec | None = None
 
 
 OPTIONS_KEY = pytest.StashKey[CgraphOptions]()
@@ -255,6 +264,21 @@ def read_options(config: pytest.Config) -> CgraphOptions:
         baseline=not bool(values["cgraph_no_baseline"][0]),
         check_known=bool(values["cgraph_check_known"][0]),
         shards=checked("cgraph_shards", lambda v: positive_int(v, "shards")),
+        database=(
+            checked(
+                "cgraph_database",
+                lambda v: parse_database(
+                    v,
+                    base_directory(
+                        config.invocation_params.dir,
+                        config.inipath,
+                        from_ini=values["cgraph_database"][1] == "ini file",
+                    ),
+                ),
+            )
+            if text("cgraph_database")
+            else None
+        ),
     )
 
 

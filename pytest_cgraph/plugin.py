@@ -10,6 +10,7 @@ marker, the registry and the statistics live in their own modules.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import random
 import time
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_cgraph import session
+from pytest_cgraph.database import parse_database
 from pytest_cgraph.fixture import cgraph
 from pytest_cgraph.marker import MARKER, MARKER_HELP, MarkerSettings, run_marked
 from pytest_cgraph.options import OPTIONS_KEY, CgraphOptions, add_options, read_options
@@ -48,6 +50,8 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         _check_writable("--cgraph-repro-dir", options.repro_dir, is_dir=True)
         if options.report is not None:
             _check_writable("--cgraph-report", options.report, is_dir=False)
+    if options.enabled and options.database is not None:
+        _check_database(options)
 
 
 def _check_backend_and_device(options: CgraphOptions) -> None:
@@ -60,6 +64,18 @@ def _check_backend_and_device(options: CgraphOptions) -> None:
         resolve_device(options.device)
     except ConfigurationError as exc:
         raise pytest.UsageError(f"pytest-cgraph: {exc}") from None
+
+
+def _check_database(options: CgraphOptions) -> None:
+    """An unusable database (a file, no server) is found before the campaign runs."""
+    from pytest_cgraph.database import check_usable
+    from pytest_cgraph.errors import ConfigurationError
+
+    assert options.database is not None
+    try:
+        check_usable(options.database)
+    except ConfigurationError as exc:
+        raise pytest.UsageError(f"--cgraph-database: {exc}") from None
 
 
 def _check_writable(flag: str, path: Path, *, is_dir: bool) -> None:
@@ -103,9 +119,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     config.addinivalue_line("markers", "cgraph: an item of the pytest-cgraph fuzz campaign")
     options = read_options(config)
+    worker_input = getattr(config, "workerinput", None)
+    if worker_input is not None and "cgraph_database" in worker_input:
+        # As the controller resolved it, whatever directory this worker runs in.
+        options = dataclasses.replace(
+            options, database=parse_database(worker_input["cgraph_database"], Path.cwd())
+        )
     config.stash[OPTIONS_KEY] = options
     config.stash[STARTED_KEY] = time.perf_counter()
-    worker_input = getattr(config, "workerinput", None)
     if worker_input is None:
         global _controller_config
         _controller_config = config

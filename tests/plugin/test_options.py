@@ -31,6 +31,7 @@ OPTIONS = (
     "--cgraph-known",
     "--cgraph-no-baseline",
     "--cgraph-check-known",
+    "--cgraph-database",
 )
 
 

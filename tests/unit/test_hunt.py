@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import strategies as st
+from hypothesis.database import InMemoryExampleDatabase
 
 from pytest_cgraph import hunt as hunt_module
 from pytest_cgraph.failures import Case, Failure, Outcome, ReproResult, ReproStatus, Verdict
@@ -91,8 +92,7 @@ def make_hunt(
         layer_of=layer_of,
         budget=Budget(examples, shrink_seconds=5.0),
         stats=RunStats(),
-        database=None,
-        **options,  # type: ignore[arg-type]
+        **{"database": None, **options},  # type: ignore[arg-type]
     )
     return hunt, recorder
 
@@ -215,3 +215,46 @@ def test_a_hunt_stops_after_max_new_signatures(monkeypatch: pytest.MonkeyPatch) 
         "value-output-2",
     ]
     assert len(recorder.recorded) == 3 and hunt.drawn < 500
+
+
+def saved(database: InMemoryExampleDatabase) -> set[bytes]:
+    """What Hypothesis replays first: the primary corpus, not the secondary or Pareto keys."""
+    return {
+        value
+        for key, values in database.data.items()
+        if not key.endswith((b".secondary", b".pareto"))
+        for value in values
+    }
+
+
+def test_a_failure_stays_saved_while_later_rounds_pass_over_it() -> None:
+    database = InMemoryExampleDatabase()
+    first, _ = make_hunt(wrong_from_ten, examples=80, database=database, database_key=b"item")
+    assert [failure.case.size for failure in first.run()] == [10]
+    # The rounds after the failure replayed it and passed over it as found.
+    assert first.rounds >= 2 and len(saved(database)) == 1
+
+    # Another run (another seed, one program): the saved failure is its first program.
+    again, _ = make_hunt(
+        wrong_from_ten, examples=1, database=database, database_key=b"item", seed=99
+    )
+    (failure,) = again.run()
+    assert (failure.case.size, failure.examples_to_failure, again.drawn) == (10, 1, 1)
+
+
+def test_a_known_failure_stays_saved_and_one_that_now_passes_is_deleted() -> None:
+    database = InMemoryExampleDatabase()
+    first, _ = make_hunt(wrong_from_ten, examples=80, database=database, database_key=b"item")
+    first.run()
+    known = Registry([KnownBug("value-output", None, Path("known/value-output.py"))])
+    knowing, _ = make_hunt(
+        wrong_from_ten, examples=5, registry=known, database=database, database_key=b"item"
+    )
+    assert knowing.run() == [] and knowing.known_hits >= 1
+    assert len(saved(database)) == 1  # known is not fixed: other machines still replay it
+
+    fixed, _ = make_hunt(
+        lambda number: Outcome(Verdict.PASS), examples=5, database=database, database_key=b"item"
+    )
+    assert fixed.run() == []
+    assert saved(database) == set()
