@@ -126,6 +126,11 @@ OPTIONS = (
     ),
     Option("--cgraph-report", "write the run summary as JSON to this path", ""),
     Option(
+        "--cgraph-report-html",
+        "write the run summary as a one-page HTML picture (charts, signatures) to this path",
+        "",
+    ),
+    Option(
         "--cgraph-strict",
         "known bugs (a repro already in a registry) fail the run too",
         False,
@@ -193,6 +198,7 @@ class CgraphOptions:
     known_dirs: tuple[Path, ...] = ()
     baseline: bool = True
     check_known: bool = False
+    report_html: Path | None = None
 
 
 OPTIONS_KEY = pytest.StashKey[CgraphOptions]()
@@ -247,6 +253,7 @@ def read_options(config: pytest.Config) -> CgraphOptions:
         known_dirs=checked("cgraph_known", lambda _: _known_dirs(values["cgraph_known"][0])),
         baseline=not bool(values["cgraph_no_baseline"][0]),
         check_known=bool(values["cgraph_check_known"][0]),
+        report_html=Path(text("cgraph_report_html")) if text("cgraph_report_html") else None,
     )
 
 

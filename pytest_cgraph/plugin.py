@@ -23,7 +23,7 @@ from pytest_cgraph.fixture import cgraph
 from pytest_cgraph.marker import MARKER, MARKER_HELP, MarkerSettings, run_marked
 from pytest_cgraph.options import OPTIONS_KEY, CgraphOptions, add_options, read_options
 from pytest_cgraph.registry import cached_is_repro_file
-from pytest_cgraph.stats import REPORT_KEY, RunStats, summary_lines, write_report
+from pytest_cgraph.stats import REPORT_KEY, RunStats, report_data, summary_lines, write_report
 
 if TYPE_CHECKING:
     from collections.abc import Generator
@@ -48,6 +48,8 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         _check_writable("--cgraph-repro-dir", options.repro_dir, is_dir=True)
         if options.report is not None:
             _check_writable("--cgraph-report", options.report, is_dir=False)
+        if options.report_html is not None:
+            _check_writable("--cgraph-report-html", options.report_html, is_dir=False)
 
 
 def _check_backend_and_device(options: CgraphOptions) -> None:
@@ -279,22 +281,27 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     )
     for line in summary_lines(total, wall, [op.name for op in OPS]):
         terminalreporter.write_line(line)
-    if options.report is not None:
+    if options.report is not None or options.report_html is not None:
         import torch
 
-        write_report(
-            options.report,
-            total,
-            wall,
-            {
-                "backend": options.backend,
-                "device": device,
-                "iters": options.iters,
-                "seed": seed,
-                "torch": torch.__version__,
-            },
-        )
-        terminalreporter.write_line(f"JSON report: {options.report}")
+        run = {
+            "backend": options.backend,
+            "device": device,
+            "iters": options.iters,
+            "seed": seed,
+            "torch": torch.__version__,
+        }
+        if options.report is not None:
+            data = write_report(options.report, total, wall, run)
+            terminalreporter.write_line(f"JSON report: {options.report}")
+        else:
+            data = report_data(total, wall, run)
+        if options.report_html is not None:
+            from pytest_cgraph.report import write_html
+
+            # Repro paths are relative to where pytest was started.
+            write_html(data, options.report_html, run_dir=config.invocation_params.dir)
+            terminalreporter.write_line(f"HTML report: {options.report_html}")
 
 
 __all__ = ["MARKER", "cgraph"]
