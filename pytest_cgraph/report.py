@@ -28,7 +28,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -834,15 +833,14 @@ def write_html(
             run_dir = Path(data_or_json_path).resolve().parent
     page = render_html(data, run_dir=run_dir, html_dir=target.resolve().parent, source=source)
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(
-        dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
-    )
+    # Named per process, and created like any file (the umask's mode, not
+    # mkstemp's owner-only one): the page is meant to be shared.
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(page)
+        temporary.write_text(page, encoding="utf-8")
         os.replace(temporary, target)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
     return target
 

@@ -245,6 +245,10 @@ def test_write_html_replaces_the_page_whole_or_not_at_all(tmp_path: Path) -> Non
         write_html({"programs": 1}, target)
     assert target.read_text() == written
     assert sorted(path.name for path in target.parent.iterdir()) == ["page.html"]
+    # Readable by others as any file the user writes (umask permitting), not owner-only.
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
 
 
 def test_write_html_of_a_json_path_roots_relative_repros_at_its_directory(tmp_path: Path) -> None:
