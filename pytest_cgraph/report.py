@@ -17,7 +17,8 @@ be cheap and possible where torch is not installed.
     python -m pytest_cgraph.report cgraph-report.json [-o cgraph-report.html]
 
 Reports written before the run recorded ``timeline``, ``progress``,
-``workers`` and ``cwd`` still render; their sections say so.
+``workers`` and ``cwd`` still render; their sections say so. A report
+rewritten while its run goes on (``complete`` false) says so at the top.
 """
 
 from __future__ import annotations
@@ -405,6 +406,10 @@ def _header(data: Mapping[str, Any], source: str | None) -> str:
         ("known seen again", _count(len(data.get("known") or ())), ""),
     ]
     origin = f'<p class="source">from {html.escape(source)}</p>' if source else ""
+    if data.get("complete") is False:
+        # A report rewritten during the run: a reader must not take it for the result.
+        origin += '<p class="missing" id="running">Written while the run was going on: '
+        origin += "these are the counts so far.</p>"
     return (
         "<header><h1>pytest-cgraph campaign</h1>"
         + '<p class="settings">'

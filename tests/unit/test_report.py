@@ -224,6 +224,15 @@ def test_what_is_not_a_report_is_refused_in_one_line(data: Any, says: str) -> No
     assert says in str(error.value) and "\n" not in str(error.value)
 
 
+def test_a_report_written_while_the_run_goes_on_says_so() -> None:
+    data = sample()
+    assert 'id="running"' not in render_html(data)
+    data["complete"] = False
+    assert 'id="running"' in render_html(data)
+    data["complete"] = True
+    assert 'id="running"' not in render_html(data)
+
+
 def test_a_minimal_report_renders() -> None:
     page = render_html({"programs": 0, "failures": []})
     assert "No new failure." in page and page.count(NOT_RECORDED) >= 3
