@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from pytest_cgraph.failures import Failure, ReproResult
-from pytest_cgraph.stats import RunStats, write_report
+from pytest_cgraph.stats import RunStats, report_data, write_report
 
 #: Key under which a passed setup report carries an item's statistics so far.
 SNAPSHOT_KEY = "_cgraph_snapshot"
@@ -196,13 +196,14 @@ class LiveRun:
             total.merge(stats)
         return total
 
-    def write(self, *, force: bool = False, complete: bool = False) -> None:
-        """Rewrite the JSON report (atomically), at most every ``WRITE_SECONDS`` unless forced."""
-        if self.report is None:
-            return
+    def write(self, *, force: bool = False, complete: bool = False) -> dict[str, Any] | None:
+        """Rewrite the JSON report (atomically), at most every ``WRITE_SECONDS`` unless
+        forced; the report's data when it was made (forced: always, with or without a
+        JSON path, for the HTML page)."""
         now = self.clock()
-        if not force and self._last_write is not None and now - self._last_write < WRITE_SECONDS:
-            return
+        due = self._last_write is None or now - self._last_write >= WRITE_SECONDS
+        if not force and (self.report is None or not due):
+            return None
         self._last_write = now
         extra = {
             **self.run,
@@ -212,7 +213,10 @@ class LiveRun:
             "progress": self.progress,
             "workers": self._worker_table(),
         }
-        write_report(self.report, self.total(), now - self.started, extra)
+        total, wall = self.total(), now - self.started
+        if self.report is None:
+            return report_data(total, wall, extra)
+        return write_report(self.report, total, wall, extra)
 
     def _note_new_signatures(self, stats: RunStats) -> None:
         """Findings over time: when each signature was first seen, and after how many programs."""

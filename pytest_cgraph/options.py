@@ -133,6 +133,11 @@ OPTIONS = (
     ),
     Option("--cgraph-report", "write the run summary as JSON to this path", ""),
     Option(
+        "--cgraph-report-html",
+        "write the run summary as a one-page HTML picture (charts, signatures) to this path",
+        "",
+    ),
+    Option(
         "--cgraph-strict",
         "known bugs (a repro already in a registry) fail the run too",
         False,
@@ -209,6 +214,7 @@ class CgraphOptions:
     check_known: bool = False
     shards: int = 1
     database: DatabaseSpec | None = None
+    report_html: Path | None = None
 
 
 OPTIONS_KEY = pytest.StashKey[CgraphOptions]()
@@ -279,6 +285,7 @@ def read_options(config: pytest.Config) -> CgraphOptions:
             if text("cgraph_database")
             else None
         ),
+        report_html=Path(text("cgraph_report_html")) if text("cgraph_report_html") else None,
     )
 
 

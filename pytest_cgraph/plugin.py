@@ -50,6 +50,8 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         _check_writable("--cgraph-repro-dir", options.repro_dir, is_dir=True)
         if options.report is not None:
             _check_writable("--cgraph-report", options.report, is_dir=False)
+        if options.report_html is not None:
+            _check_writable("--cgraph-report-html", options.report_html, is_dir=False)
     if options.enabled and options.database is not None:
         _check_database(options)
 
@@ -412,9 +414,16 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.write_line(line)
     for text in live.dead_elsewhere:
         terminalreporter.write_line(f"a program killed the process that checked it:\n{text}")
-    live.write(force=True, complete=True)
+    data = live.write(force=True, complete=True)
+    assert data is not None  # a forced write always makes the data
     if options.report is not None:
         terminalreporter.write_line(f"JSON report: {options.report}")
+    if options.report_html is not None:
+        from pytest_cgraph.report import write_html
+
+        # Repro paths are relative to where pytest was started.
+        write_html(data, options.report_html, run_dir=config.invocation_params.dir)
+        terminalreporter.write_line(f"HTML report: {options.report_html}")
 
 
 __all__ = ["MARKER", "cgraph"]

@@ -166,16 +166,25 @@ class RunStats:
         )
 
 
-def write_report(path: Path, stats: RunStats, wall_seconds: float, run: dict[str, Any]) -> None:
-    """Write the JSON report atomically: the run's counts plus ``run`` (backend, device, ...)."""
+def report_data(stats: RunStats, wall_seconds: float, run: dict[str, Any]) -> dict[str, Any]:
+    """The report: the run's counts plus ``run`` (backend, device, ...); JSON and HTML share it."""
     data = stats.to_json()
     data["seconds"] = round(wall_seconds, 3)
     data["check_seconds"] = round(stats.seconds, 3)
     data.update(run)
+    return data
+
+
+def write_report(
+    path: Path, stats: RunStats, wall_seconds: float, run: dict[str, Any]
+) -> dict[str, Any]:
+    """Write the JSON report atomically; the data written, for the HTML page to reuse."""
+    data = report_data(stats, wall_seconds, run)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     temporary.replace(path)
+    return data
 
 
 def summary_lines(stats: RunStats, wall_seconds: float, known_ops: list[str]) -> list[str]:

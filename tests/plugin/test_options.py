@@ -23,6 +23,7 @@ OPTIONS = (
     "--cgraph-families",
     "--cgraph-repro-dir",
     "--cgraph-report",
+    "--cgraph-report-html",
     "--cgraph-strict",
     "--cgraph-timeout",
     "--cgraph-isolate",
