@@ -75,7 +75,7 @@ def resolve_device(spec: str | torch.device | None) -> torch.device | None:
         if not torch.cuda.is_available():
             raise ConfigurationError(
                 f"device {text!r} asked for, but this torch sees no CUDA device "
-                "(use --cgraph-device auto or cpu)"
+                "(use auto or cpu instead)"
             )
         if device.index is not None and device.index >= torch.cuda.device_count():
             raise ConfigurationError(

@@ -64,6 +64,10 @@ class Checker(Protocol):
         """Check ``case``; every way the program can end is an :class:`Outcome`."""
         ...
 
+    def close(self) -> None:
+        """Release what checking needed (an in-flight record, a child process)."""
+        ...
+
 
 class InProcessChecker:
     """Checks in this process: soft time limit, in-flight record, hard limit."""

@@ -21,6 +21,7 @@ from pytest_cgraph.strategies.families import FAMILIES
 from pytest_cgraph.validation import (
     device_spec,
     duration,
+    known_dirs,
     non_negative_number,
     positive_int,
 )
@@ -266,7 +267,7 @@ def read_options(config: pytest.Config) -> CgraphOptions:
         shrink_seconds=checked(
             "cgraph_shrink_seconds", lambda v: non_negative_number(v, "the shrink time")
         ),
-        known_dirs=checked("cgraph_known", lambda _: _known_dirs(values["cgraph_known"][0])),
+        known_dirs=checked("cgraph_known", lambda _: known_dirs(values["cgraph_known"][0] or ())),
         baseline=not bool(values["cgraph_no_baseline"][0]),
         check_known=bool(values["cgraph_check_known"][0]),
         shards=checked("cgraph_shards", lambda v: positive_int(v, "shards")),
@@ -287,15 +288,6 @@ def read_options(config: pytest.Config) -> CgraphOptions:
         ),
         report_html=Path(text("cgraph_report_html")) if text("cgraph_report_html") else None,
     )
-
-
-def _known_dirs(given: Any) -> tuple[Path, ...]:
-    """Registries must exist: a typo would silently count nothing as known."""
-    directories = tuple(Path(str(entry).strip()) for entry in given or () if str(entry).strip())
-    for directory in directories:
-        if not directory.is_dir():
-            raise ConfigurationError(f"{str(directory)!r} is not a directory of repro files")
-    return directories
 
 
 def _seed(value: str) -> int:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from pytest_cgraph.oracle.errors import ConfigurationError
@@ -20,6 +22,8 @@ DEVICE_FORMS = "auto, cpu, cuda or cuda:N"
 _DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|h)?")
 _UNIT_SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"", "0", "false", "no", "off"})
 
 
 def positive_int(value: Any, what: str) -> int:
@@ -64,3 +68,26 @@ def device_spec(value: Any) -> str:
     if not _DEVICE.fullmatch(text):
         raise ConfigurationError(f"unknown device {text!r}; use {DEVICE_FORMS}")
     return text
+
+
+def flag(value: Any, what: str) -> bool:
+    """On or off, as environment variables spell it: ``1``/``0``, ``true``/``false``,
+    ``yes``/``no``, ``on``/``off`` (any case); empty is off."""
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ConfigurationError(f"{what} must be 1 or 0 (true/false, yes/no, on/off), got {value!r}")
+
+
+def known_dirs(given: Iterable[Any]) -> tuple[Path, ...]:
+    """Registry directories of known bugs; blank entries are skipped.
+
+    Each must exist: a typo would silently count nothing as known.
+    """
+    directories = tuple(Path(str(entry).strip()) for entry in given if str(entry).strip())
+    for directory in directories:
+        if not directory.is_dir():
+            raise ConfigurationError(f"{str(directory)!r} is not a directory of repro files")
+    return directories
