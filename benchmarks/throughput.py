@@ -93,7 +93,14 @@ print(json.dumps({"seconds": time.perf_counter() - started, "programs": len(sour
 """
 
 
-def campaign(backend: str, examples: int, seed: int, workers: int, record: Path | None) -> dict:
+def campaign(
+    backend: str,
+    examples: int,
+    seed: int,
+    workers: int,
+    record: Path | None,
+    extra: tuple[str, ...] = (),
+) -> dict:
     """Run one campaign in a fresh directory; its JSON report plus the process's wall time."""
     with tempfile.TemporaryDirectory(prefix="cgraph-bench-") as scratch:
         env = dict(
@@ -105,7 +112,7 @@ def campaign(backend: str, examples: int, seed: int, workers: int, record: Path 
             sys.executable, "-m", "pytest", "--cgraph", "-q", "-p", "no:cacheprovider",
             f"--cgraph-backend={backend}", f"--cgraph-examples={examples}",
             f"--cgraph-seed={seed}", "--cgraph-report=report.json",
-            "--cgraph-repro-dir=repros", "-n", str(workers),
+            "--cgraph-repro-dir=repros", "-n", str(workers), *extra,
         ]  # fmt: skip
         if record is not None:
             env["CGRAPH_RECORD_SOURCES"] = str(record)
@@ -131,6 +138,13 @@ def main() -> None:
     parser.add_argument("--examples", type=int, default=25, help="programs per family item")
     parser.add_argument("--inductor-examples", type=int, default=3)
     parser.add_argument("--xdist-examples", type=int, default=50)
+    parser.add_argument(
+        "--xdist-shards", type=int, default=2, help="--cgraph-shards of the xdist comparison"
+    )
+    parser.add_argument("--dist", default="worksteal", help="xdist --dist of the -n 2 run")
+    parser.add_argument(
+        "--only-xdist", action="store_true", help="only the -n 2 over -n 0 comparison"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--soak", type=int, default=0, help="programs for the RSS soak")
     parser.add_argument("--faults", action="store_true", help="also time fault repros")
@@ -142,6 +156,9 @@ def main() -> None:
         f"Python {platform.python_version()} · torch {torch.__version__} · "
         f"CUDA {'yes' if torch.cuda.is_available() else 'no (CPU: capture skipped)'}"
     )
+    if args.only_xdist:
+        xdist_scaling(args)
+        return
     print(
         "\nbare s: the bare loop with torch's defaults; lean s: the bare loop skipping the\n"
         "two telemetry costs the harness skips (guard-latency profiling, idle trace handler)"
@@ -167,17 +184,7 @@ def main() -> None:
                 f"{lean:>8.1f} {seconds / lean:>6.2f}",
                 flush=True,
             )
-    print("\nxdist scaling (cudagraphs, programs per wall second of the whole run):")
-    serial = campaign("cudagraphs", args.xdist_examples, args.seed, 0, None)
-    parallel = campaign("cudagraphs", args.xdist_examples, args.seed, 2, None)
-    serial_rate = serial["programs"] / serial["process_seconds"]
-    parallel_rate = parallel["programs"] / parallel["process_seconds"]
-    print(
-        f"  -n 0: {serial['programs']} programs in {serial['process_seconds']:.1f} s "
-        f"= {serial_rate:.2f}/s\n  -n 2: {parallel['programs']} programs in "
-        f"{parallel['process_seconds']:.1f} s = {parallel_rate:.2f}/s\n"
-        f"  speed-up: {parallel_rate / serial_rate:.2f}x"
-    )
+    xdist_scaling(args)
     if args.soak:
         print(f"\nRSS soak, {args.soak} programs in one process (cudagraphs):", flush=True)
         subprocess.run(
@@ -186,6 +193,29 @@ def main() -> None:
     if args.faults:
         print("\nfirst failure -> written repro, per fault-injection backend:", flush=True)
         subprocess.run([sys.executable, str(BENCHMARKS / "fault_repros.py")], check=True)
+
+
+def xdist_scaling(args: argparse.Namespace) -> None:
+    """``-n 2`` over ``-n 0`` on the same sharded campaign, startup included."""
+    print(
+        f"\nxdist scaling (cudagraphs, {args.xdist_examples} examples per family in "
+        f"{args.xdist_shards} shards, programs per wall second of the whole run):"
+    )
+    shards = (f"--cgraph-shards={args.xdist_shards}",)
+    serial = campaign("cudagraphs", args.xdist_examples, args.seed, 0, None, shards)
+    parallel = campaign(
+        "cudagraphs", args.xdist_examples, args.seed, 2, None, (*shards, f"--dist={args.dist}")
+    )
+    serial_rate = serial["programs"] / serial["process_seconds"]
+    parallel_rate = parallel["programs"] / parallel["process_seconds"]
+    same = serial["features"] == parallel["features"] and serial["hits"] == parallel["hits"]
+    print(
+        f"  -n 0: {serial['programs']} programs in {serial['process_seconds']:.1f} s "
+        f"= {serial_rate:.2f}/s\n  -n 2 --dist {args.dist}: {parallel['programs']} programs in "
+        f"{parallel['process_seconds']:.1f} s = {parallel_rate:.2f}/s\n"
+        f"  speed-up: {parallel_rate / serial_rate:.2f}x "
+        f"({'the same programs' if same else 'NOT the same programs'})"
+    )
 
 
 if __name__ == "__main__":
