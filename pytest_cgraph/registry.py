@@ -193,8 +193,21 @@ def program_ops(source: str) -> frozenset[str]:
         tree = ast.parse(source)
     except SyntaxError:
         return frozenset()
+    # A program compiled in stages (``COMPILE = ("stage0", "stage1")``) does
+    # its work in the stages; ``program`` is the glue that calls them.
+    stages = {
+        element.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(target, ast.Name) and target.id == "COMPILE" for target in node.targets)
+        and isinstance(node.value, (ast.Tuple, ast.List))
+        for element in node.value.elts
+        if isinstance(element, ast.Constant) and isinstance(element.value, str)
+    }
     programs = [
-        node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "program"
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and (node.name == "program" or node.name in stages)
     ]
     ops = set()
     for program in programs:
@@ -204,7 +217,7 @@ def program_ops(source: str) -> frozenset[str]:
                     ops.add(node.func.attr)
                 elif isinstance(node.func, ast.Name) and node.func.id not in _BUILTIN_CALLS:
                     ops.add(node.func.id)
-    return frozenset(ops)
+    return frozenset(ops - stages)
 
 
 _BUILTIN_CALLS = frozenset({"range", "len", "tuple", "list", "float", "int", "bool", "isinstance"})

@@ -81,10 +81,14 @@ def write_repro(
             existing = target.read_text(errors="replace")
             old_size = header_value(existing, SIZE) if is_own_text(existing) else None
             if old_size is not None and old_size.isdigit():
-                # Equal sizes: the smaller text stays, so that which of two
-                # equally small repros is kept does not depend on which
-                # worker's arrived first.
-                if (int(old_size), existing) <= (size, text):
+                # Equal drawn sizes: the smaller text stays, so that which of
+                # two equally small repros is kept does not depend on which
+                # worker's arrived first. An entry, or a program of no drawn
+                # size (recorded by hand), is never replaced by an equal one.
+                tie_break = size > 0 and suffix == REPRO_SUFFIX
+                if int(old_size) < size or (
+                    int(old_size) == size and (not tie_break or existing <= text)
+                ):
                     return target, False
                 break
             # Not ours, or ours but unreadable (no size): never overwritten;

@@ -109,3 +109,13 @@ def test_an_entry_that_declares_no_ops_claims_every_program_of_its_signature(
     assert narrow is not None and narrow.ops == frozenset({"contiguous"})
     flatten_program = frozenset({"view", "flatten"})
     assert declared.claims(flatten_program) and not narrow.claims(flatten_program)
+
+
+def test_a_staged_programs_ops_are_its_stages_calls_not_the_glue() -> None:
+    source = (
+        "def stage0(a0):\n    return (a0.mul_(2),)\n\n\n"
+        "def stage1(a0, v0):\n    return (v0.sin(),)\n\n\n"
+        "def program(a0):\n    (v0,) = stage0(a0)\n    return stage1(a0, v0)\n\n\n"
+        'COMPILE = ("stage0", "stage1")\n'
+    )
+    assert program_ops(source) == frozenset({"mul_", "sin"})

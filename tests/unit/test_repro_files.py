@@ -235,3 +235,14 @@ def test_of_two_equally_small_repros_the_same_one_stays_whatever_their_order(
             path, _ = write_repro(directory, "value-output_0", candidate, 100)
         kept.append(path.read_text())
     assert kept == [first, first]
+
+
+def test_an_entry_or_a_hand_recorded_program_is_never_replaced_by_an_equal_one(
+    tmp_path: Path,
+) -> None:
+    kept = text(0) + "# the entry recorded first\n"
+    later = text(0) + "# another program of the same signature\n"
+    for suffix in (".py", ".toml"):
+        write_repro(tmp_path, "grad-grad-presence", kept, 0, suffix)
+        path, written = write_repro(tmp_path, "grad-grad-presence", later, 0, suffix)
+        assert written is False and path.read_text() == kept
