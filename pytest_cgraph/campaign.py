@@ -108,11 +108,17 @@ class CampaignItem(pytest.Item):
     @contextmanager
     def _checker(self) -> Iterator[Checker]:
         """The item's checker: the session's isolated child (closed with the session), or
-        one in this process whose in-flight record goes when the item ends."""
+        one in this process whose in-flight record goes when the item ends.
+
+        A time-boxed hunt (``--cgraph-duration``) is isolated too: torch keeps
+        memory per compile that ``torch._dynamo.reset()`` does not return, so
+        a process checking for hours grows without bound; the child is replaced
+        every ``RECYCLE_PROGRAMS`` programs, which bounds it.
+        """
         from pytest_cgraph.checkers import InProcessChecker
         from pytest_cgraph.guard import InFlight
 
-        if self.options.isolate:
+        if self.options.isolate or self.options.duration is not None:
             yield session.isolated_checker(self.config)
             return
         inflight = InFlight(self.options.repro_dir, self.nodeid)
@@ -196,7 +202,8 @@ class CampaignItem(pytest.Item):
         self._snapshot_new, self._last_snapshot = len(hunt.new), now
         stats = session.stats_of(self)
         stats.seconds = now - self._started
-        send_snapshot(self, stats)
+        child = session.isolated_child_pid(self.config)
+        send_snapshot(self, stats, [child] if child is not None else [])
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, NewBugsFound):

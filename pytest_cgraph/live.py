@@ -58,30 +58,35 @@ MAIN = "main"
 LIVE_KEY = pytest.StashKey["LiveRun"]()
 
 
-def rss_mb() -> float:
-    """This process's resident memory now, in MB (its peak where ``/proc`` is absent)."""
+def rss_mb(pid: int | str = "self") -> float:
+    """A process's resident memory now, in MB (this one's peak where ``/proc`` is absent,
+    0 for another process then)."""
     try:
-        with open("/proc/self/statm") as statm:
+        with open(f"/proc/{pid}/statm") as statm:
             pages = int(statm.read().split()[1])
         return round(pages * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
     except (OSError, ValueError, IndexError):
+        if pid != "self":
+            return 0.0
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return round(peak / 2**20 if sys.platform == "darwin" else peak / 2**10, 1)
 
 
-def snapshot(stats: RunStats) -> dict[str, Any]:
-    """What one message about a running item carries: its statistics and the worker's memory."""
-    return {"stats": stats.to_json(), "rss_mb": rss_mb()}
+def snapshot(stats: RunStats, children: list[int] | None = None) -> dict[str, Any]:
+    """What one message about a running item carries: its statistics and the memory of
+    the worker and of the ``children`` that check for it."""
+    memory = rss_mb() + sum(rss_mb(child) for child in children or [])
+    return {"stats": stats.to_json(), "rss_mb": round(memory, 1)}
 
 
-def send_snapshot(item: pytest.Item, stats: RunStats) -> None:
+def send_snapshot(item: pytest.Item, stats: RunStats, children: list[int] | None = None) -> None:
     """Send ``item``'s statistics so far to whoever writes the run's files.
 
     In an xdist worker, as a passed setup report of the item; in a run
     without workers, straight to this process's :class:`LiveRun`.
     """
     config = item.config
-    payload = snapshot(stats)
+    payload = snapshot(stats, children)
     if hasattr(config, "workerinput"):
         report = pytest.TestReport(
             item.nodeid, item.location, {}, "passed", None, "setup", **{SNAPSHOT_KEY: payload}

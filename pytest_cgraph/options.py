@@ -159,8 +159,8 @@ OPTIONS = (
     ),
     Option(
         "--cgraph-isolate",
-        "check each program in a child process, so that a segfault or hang is a failure, "
-        "not the end of the run (for runs without pytest-xdist)",
+        "check each program in a child process, replaced every 500 programs, so that a "
+        "segfault or hang is a failure, not the end of the run (on with --cgraph-duration)",
         False,
         OptionKind.FLAG,
     ),

@@ -100,3 +100,9 @@ def isolated_checker(config: pytest.Config) -> IsolatedChecker:
         config.stash[_ISOLATED_KEY] = checker
         config.add_cleanup(checker.close)
     return config.stash[_ISOLATED_KEY]
+
+
+def isolated_child_pid(config: pytest.Config) -> int | None:
+    """The process id of the session's isolated checking child, if one runs now."""
+    checker = config.stash.get(_ISOLATED_KEY, None)
+    return checker.child_pid if checker is not None else None

@@ -69,14 +69,17 @@ def test_a_segfault_under_xdist_is_a_crash_with_its_program_saved(killers: pytes
     assert not list((killers.path / "cgraph-repros").glob(".cgraph-inflight/*"))
 
 
-def test_a_segfault_without_xdist_is_contained_by_isolate(killers: pytest.Pytester) -> None:
-    result = hunt(
-        killers,
-        "faulty_segfault",
-        "--cgraph-isolate",
-        "--cgraph-families=views",
-        "--cgraph-examples=3",
-    )
+# A time-boxed hunt checks in a recycled child without being asked (its
+# memory stays bounded over hours): a segfault is contained the same way.
+@pytest.mark.parametrize(
+    "budget",
+    [["--cgraph-isolate", "--cgraph-examples=3"], ["--cgraph-duration=30s"]],
+    ids=["isolate", "duration"],
+)
+def test_a_segfault_without_xdist_is_contained_by_isolate(
+    killers: pytest.Pytester, budget: list[str]
+) -> None:
+    result = hunt(killers, "faulty_segfault", "--cgraph-families=views", *budget)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
