@@ -11,6 +11,7 @@ way whatever the number of xdist workers.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import zlib
@@ -64,6 +65,9 @@ class CampaignItem(pytest.Item):
         self._last_progress = 0.0
         self._started = self._last_snapshot = time.perf_counter()
         self._snapshot_new = 0
+        # A popen worker's parent is its controller; on ssh hosts it is the
+        # ssh server, which ends the worker's session itself.
+        self._parent = os.getppid() if hasattr(self.config, "workerinput") else None
 
     @property
     def item_seed(self) -> int:
@@ -178,6 +182,12 @@ class CampaignItem(pytest.Item):
         ``SNAPSHOT_SECONDS`` and at once after a new failure; a line every
         ``PROGRESS_SECONDS`` with ``-v``, as an item can run for minutes."""
         self._send_snapshot(hunt)
+        if self._parent is not None and os.getppid() != self._parent:
+            # The xdist controller that started this worker is gone (killed):
+            # nobody would read what it finds, so it stops rather than hunt on
+            # for the rest of its duration. Leaving the hunt closes the checker,
+            # so no in-flight record is left to pass for a dead program.
+            pytest.exit("pytest-cgraph: the xdist controller is gone; this worker stops", 1)
         now = time.monotonic()
         if self.config.get_verbosity() < 1 or now - self._last_progress < PROGRESS_SECONDS:
             return

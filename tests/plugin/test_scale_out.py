@@ -131,6 +131,8 @@ def test_a_controller_killed_mid_run_leaves_a_valid_report(pytester: pytest.Pyte
             "--cgraph-families=views",
             "--cgraph-duration=120s",
             "--cgraph-report=r.json",
+            "-n",
+            "1",
         ],
         cwd=pytester.path,
         stdout=subprocess.DEVNULL,
@@ -144,11 +146,20 @@ def test_a_controller_killed_mid_run_leaves_a_valid_report(pytester: pytest.Pyte
             if report.exists():
                 seen = json.loads(report.read_text())["programs"]
         assert seen >= 3, "the report never showed the running item's programs"
+        workers = subprocess.run(
+            ["pgrep", "-P", str(run.pid)], capture_output=True, text=True, check=False
+        ).stdout.split()
+        assert workers, "no xdist worker under the controller"
     finally:
         run.send_signal(signal.SIGKILL)
         run.wait()
+    # Its worker notices the controller is gone and stops, rather than hunting on.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in workers):
+        time.sleep(0.5)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
     data = json.loads(report.read_text())  # atomic rewrites: never half a file
     assert data["complete"] is False and data["programs"] >= 3
     assert data["progress"] and data["progress"][-1]["programs"] <= data["programs"]
-    assert data["workers"]["main"]["rss_mb"] > 0
+    assert data["workers"]["gw0"]["rss_mb"] > 0
     assert not list(pytester.path.glob("r.json.tmp"))
