@@ -77,6 +77,7 @@ class CampaignItem(pytest.Item):
     def runtest(self) -> None:
         from pytest_cgraph.strategies import programs
 
+        session.share_cores(self.config)
         stats = session.stats_of(self)
         stats.campaign = True
         options = self.options

@@ -106,3 +106,28 @@ def isolated_child_pid(config: pytest.Config) -> int | None:
     """The process id of the session's isolated checking child, if one runs now."""
     checker = config.stash.get(_ISOLATED_KEY, None)
     return checker.child_pid if checker is not None else None
+
+
+_THREADS_KEY = pytest.StashKey[bool]()
+
+
+def share_cores(config: pytest.Config) -> None:
+    """In an xdist worker, let torch use only this worker's share of the cores.
+
+    torch sizes its intra-op pool to every core of the machine, so N
+    workers on N cores run N times as many threads as cores; their busy
+    waiting cost a 2-worker campaign here a third of its speed. The
+    programs are tiny: one thread each loses nothing. Once per process.
+    """
+    worker = getattr(config, "workerinput", None)
+    if worker is None or _THREADS_KEY in config.stash:
+        return
+    config.stash[_THREADS_KEY] = True
+    import os
+
+    import torch
+
+    workers = int(worker.get("workercount", 1) or 1)
+    share = max(1, (os.cpu_count() or 1) // workers)
+    if torch.get_num_threads() > share:
+        torch.set_num_threads(share)
