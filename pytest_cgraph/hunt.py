@@ -254,7 +254,16 @@ class Hunt:
             report_multiple_bugs=False,
             verbosity=Verbosity.quiet,  # the item reports the failure itself
             # No "explain" phase: its line-coverage notes point into this harness.
-            phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+            # Saved failures are replayed by the first round only: a later
+            # round would replay what this hunt has just found (and the
+            # programs it shrank from), paying a check, or a fresh process for
+            # a crash, for each, and a few crashes in a row stall the hunt.
+            phases=[
+                *([Phase.explicit, Phase.reuse] if self.rounds == 1 else [Phase.explicit]),
+                Phase.generate,
+                Phase.target,
+                Phase.shrink,
+            ],
             suppress_health_check=list(HealthCheck),
             **options,
         )(hypothesis_seed(self.seed + self.rounds - 1)(given(self.strategy)(fuzz)))

@@ -258,3 +258,24 @@ def test_a_known_failure_stays_saved_and_one_that_now_passes_is_deleted() -> Non
     )
     assert fixed.run() == []
     assert saved(database) == set()
+
+
+def test_later_rounds_do_not_replay_what_the_hunt_found_and_stall_on_it() -> None:
+    # Numbers from 950 up kill the process checking them: rare when drawn, but
+    # the saved failure and the programs it shrank from would be replayed at
+    # the start of every round, and three deaths in a row stall a hunt.
+    from pytest_cgraph.failures import death
+
+    def dies_from_950(number: int) -> Outcome:
+        if number >= 950:
+            return Outcome(Verdict.FAIL, death("killed by SIGSEGV"))
+        return Outcome(Verdict.PASS)
+
+    clock = itertools.count(step=0.01)
+    hunt, recorder = make_hunt(
+        dies_from_950, database=InMemoryExampleDatabase(), clock=lambda: next(clock), seed=3
+    )
+    hunt.budget = Budget(1, duration=30.0, shrink_seconds=5.0)
+    hunt.run()
+    assert len(recorder.recorded) == 1 and hunt.rounds > 2
+    assert not hunt.stalled
