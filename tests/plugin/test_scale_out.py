@@ -58,6 +58,9 @@ POOL_ARGS = (
     "--cgraph-examples=12",
     "--cgraph-seed=3",
     "--cgraph-shards=2",
+    # Shrinking ends when Hypothesis is done, not on the clock: a time
+    # bound would cut it at a point that depends on the machine's load.
+    "--cgraph-shrink-seconds=600",
     "--cgraph-report=r.json",
     "-q",
 )
