@@ -217,8 +217,13 @@ def program_ops(source: str) -> frozenset[str]:
                     ops.add(node.func.attr)
                 elif isinstance(node.func, ast.Name) and node.func.id not in _BUILTIN_CALLS:
                     ops.add(node.func.id)
-    return frozenset(ops - stages)
+    # Compiling in stages splits the graph where the program says so, which
+    # is a cause of its own: the pseudo-op says the program was staged.
+    return frozenset((ops - stages) | ({STAGED} if stages else set()))
 
+
+#: What :func:`program_ops` adds for a program compiled in stages (``COMPILE``).
+STAGED = "COMPILE"
 
 _BUILTIN_CALLS = frozenset({"range", "len", "tuple", "list", "float", "int", "bool", "isinstance"})
 

@@ -118,4 +118,6 @@ def test_a_staged_programs_ops_are_its_stages_calls_not_the_glue() -> None:
         "def program(a0):\n    (v0,) = stage0(a0)\n    return stage1(a0, v0)\n\n\n"
         'COMPILE = ("stage0", "stage1")\n'
     )
-    assert program_ops(source) == frozenset({"mul_", "sin"})
+    # and the pseudo-op that says it is staged: an entry recorded from a
+    # staged program claims staged programs only.
+    assert program_ops(source) == frozenset({"mul_", "sin", "COMPILE"})
