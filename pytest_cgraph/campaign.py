@@ -49,6 +49,11 @@ class NewBugsFound(AssertionError):
         super().__init__("\n".join(parts))
 
 
+class ControllerGone(BaseException):
+    """The xdist controller died: the hunt stops. A ``BaseException``, so that
+    Hypothesis lets it through rather than take it for a failing program."""
+
+
 class CampaignItem(pytest.Item):
     """``cgraph::<family>`` (or one shard, ``cgraph::<family>[k]``): hunt for new bugs
     in one program family, within its share of the budget."""
@@ -104,6 +109,8 @@ class CampaignItem(pytest.Item):
             self._started = self._last_snapshot = started
             try:
                 found = hunt.run()
+            except ControllerGone:
+                pytest.exit("pytest-cgraph: the xdist controller is gone; this worker stops", 1)
             finally:
                 stats.seconds = time.perf_counter() - started
         if found:
@@ -182,13 +189,13 @@ class CampaignItem(pytest.Item):
         """After each check: the item's statistics to the controller every
         ``SNAPSHOT_SECONDS`` and at once after a new failure; a line every
         ``PROGRESS_SECONDS`` with ``-v``, as an item can run for minutes."""
-        self._send_snapshot(hunt)
         if self._parent is not None and os.getppid() != self._parent:
             # The xdist controller that started this worker is gone (killed):
             # nobody would read what it finds, so it stops rather than hunt on
             # for the rest of its duration. Leaving the hunt closes the checker,
             # so no in-flight record is left to pass for a dead program.
-            pytest.exit("pytest-cgraph: the xdist controller is gone; this worker stops", 1)
+            raise ControllerGone
+        self._send_snapshot(hunt)
         now = time.monotonic()
         if self.config.get_verbosity() < 1 or now - self._last_progress < PROGRESS_SECONDS:
             return

@@ -132,6 +132,8 @@ class LiveRun:
     started: float
     clock: Any = time.perf_counter
     items: dict[str, RunStats] = field(default_factory=dict)
+    #: Programs that killed their process, sent on their own (not in an item's figures).
+    dead: RunStats = field(default_factory=RunStats)
     worker_of: dict[str, str] = field(default_factory=dict)
     workers: dict[str, WorkerFigures] = field(default_factory=dict)
     timeline: list[dict[str, Any]] = field(default_factory=list)
@@ -175,10 +177,10 @@ class LiveRun:
         """A failure that arrived on its own (a dead worker's program): written, counted
         with its item's statistics."""
         failure = self.store(failure)
-        stats = self.items.setdefault(nodeid, RunStats())
-        stats.failures.append(failure)
-        stats.count_hit(failure.signature)
-        self._note_new_signatures(stats)
+        # Beside the items' statistics, which each item's next message replaces.
+        self.dead.failures.append(failure)
+        self.dead.count_hit(failure.signature)
+        self._note_new_signatures(self.dead)
         self.write(force=True)
         return failure
 
@@ -189,8 +191,10 @@ class LiveRun:
         key = (failure.signature, failure.case.source)
         if key not in self._stored:
             written = store_repro(failure, self.repro_dir)
-            if written.repro is None or written.repro.text is not None:
-                return written  # nothing verified to write (yet): do not remember it
+            if written.repro is None or not written.repro.verified:
+                # Nothing written (not verified here, or the write failed):
+                # a verified copy of the same program may still come.
+                return written
             self._stored[key] = written.repro
         return failure.with_repro(self._stored[key])
 
@@ -199,6 +203,7 @@ class LiveRun:
         total = RunStats()
         for stats in self.items.values():
             total.merge(stats)
+        total.merge(self.dead)
         return total
 
     def write(self, *, force: bool = False, complete: bool = False) -> dict[str, Any] | None:

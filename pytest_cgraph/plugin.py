@@ -130,8 +130,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[OPTIONS_KEY] = options
     config.stash[STARTED_KEY] = time.perf_counter()
     if worker_input is None:
-        global _controller_config
-        _controller_config = config
+        config.pluginmanager.register(LiveReports(config), "cgraph-live-reports")
     if worker_input is not None and "cgraph_seed" in worker_input:
         config.stash[SEED_KEY] = worker_input["cgraph_seed"]
     else:
@@ -318,50 +317,57 @@ def pytest_runtest_makereport(
     return report
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    # Controller side of pytest_cgraph.live: fold in what a report carries
-    # (first, so that reporters see the repro paths as written).
-    config = _controller_config
-    if config is None:
-        return
-    from pytest_cgraph.live import LIVE_KEY, RSS_KEY, SNAPSHOT_KEY, worker_name
+class LiveReports:
+    """Controller side of pytest_cgraph.live: fold in what each report carries, first,
+    so that reporters see the repro paths as written. Registered per session (a
+    pytester run inside a run has its own), as the hook is given only a report."""
 
-    live = config.stash.get(LIVE_KEY, None)
-    if live is None:
-        return
-    worker = worker_name(report)
-    snapshot = report.__dict__.pop(SNAPSHOT_KEY, None)
-    if snapshot is not None:
-        live.receive(report.nodeid, worker, snapshot["stats"], rss=snapshot["rss_mb"])
-    from pytest_cgraph.crashes import DEAD_KEY, receive_dead_programs
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
 
-    dead = report.__dict__.pop(DEAD_KEY, None)
-    if dead:
-        receive_dead_programs(config, dead)
-    data = report.__dict__.get(REPORT_KEY)
-    if data is None or report.when != "call":
-        return
-    rss = report.__dict__.pop(RSS_KEY, None)
-    updated = live.receive(report.nodeid, worker, data, rss=rss, final=True)
-    report.__dict__[REPORT_KEY] = updated
-    if isinstance(report.longrepr, str):
-        from pytest_cgraph.failures import Failure
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        from pytest_cgraph.live import LIVE_KEY, RSS_KEY, SNAPSHOT_KEY, worker_name
 
-        for sent, stored in zip(data["failures"], updated["failures"], strict=True):
-            before, after = Failure.from_json(sent).repro, Failure.from_json(stored).repro
-            if before is not None and after is not None and before != after:
-                report.longrepr = report.longrepr.replace(before.line(), after.line())
+        live = self.config.stash.get(LIVE_KEY, None)
+        if live is None:
+            return
+        worker = worker_name(report)
+        snapshot = report.__dict__.pop(SNAPSHOT_KEY, None)
+        if snapshot is not None:
+            live.receive(report.nodeid, worker, snapshot["stats"], rss=snapshot["rss_mb"])
+        from pytest_cgraph.crashes import DEAD_KEY, receive_dead_programs
+
+        dead = report.__dict__.pop(DEAD_KEY, None)
+        if dead:
+            receive_dead_programs(self.config, dead)
+        data = report.__dict__.get(REPORT_KEY)
+        if data is None or report.when != "call":
+            return
+        rss = report.__dict__.pop(RSS_KEY, None)
+        updated = live.receive(report.nodeid, worker, data, rss=rss, final=True)
+        report.__dict__[REPORT_KEY] = updated
+        _rewrite_repro_lines(report, data["failures"], updated["failures"])
 
 
-#: The controller's config, for hooks that are given only a report.
-_controller_config: pytest.Config | None = None
+def _rewrite_repro_lines(
+    report: pytest.TestReport, sent: list[dict[str, Any]], stored: list[dict[str, Any]]
+) -> None:
+    """Say in the failure's text what became of each repro, not what a worker meant.
 
+    A marked test's failure is pytest's own repr, not text: it becomes its
+    text once a line in it changes.
+    """
+    from pytest_cgraph.failures import Failure
 
-def pytest_unconfigure(config: pytest.Config) -> None:
-    global _controller_config
-    if _controller_config is config:
-        _controller_config = None
+    text = str(report.longrepr) if report.longrepr is not None else ""
+    changed = text
+    for before, after in zip(sent, stored, strict=True):
+        old, new = Failure.from_json(before).repro, Failure.from_json(after).repro
+        if old is not None and new is not None and old != new:
+            changed = changed.replace(old.line(), new.line())
+    if changed != text:
+        report.longrepr = changed
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

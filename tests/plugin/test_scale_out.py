@@ -166,3 +166,50 @@ def test_a_controller_killed_mid_run_leaves_a_valid_report(pytester: pytest.Pyte
     assert data["progress"] and data["progress"][-1]["programs"] <= data["programs"]
     assert data["workers"]["gw0"]["rss_mb"] > 0
     assert not list(pytester.path.glob("r.json.tmp"))
+
+
+NESTED = """
+import pytest
+import torch
+
+pytest_plugins = "pytester"
+
+
+@pytest.mark.cgraph_equivalent
+def test_a():
+    return torch.ones(3) * 2
+
+
+def test_inner(pytester):
+    pytester.makepyfile("def test_x(): pass")
+    pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+@pytest.mark.cgraph_equivalent
+def test_b():
+    return torch.ones(3) + 1
+"""
+
+
+def test_a_session_inside_the_run_does_not_stop_the_runs_own_counts(
+    pytester: pytest.Pytester,
+) -> None:
+    # A test that runs pytest in process (as plugin test suites do) has a
+    # session of its own; the outer run goes on counting after it.
+    pytester.makepyfile(test_nest=NESTED)
+    result = pytester.runpytest_subprocess(
+        "--cgraph",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:xdist",
+        "--cgraph-backend=eager",
+        "--cgraph-examples=1",
+        "--cgraph-families=views",
+        "--cgraph-report=r.json",
+        "test_nest.py",
+    )
+    result.assert_outcomes(passed=4)
+    report = json.loads((pytester.path / "r.json").read_text())
+    # Both marked tests (one check each) and the campaign item are counted.
+    assert report["programs"] >= 3 and report["families"]["views"] >= 1

@@ -98,3 +98,24 @@ def test_campaign_rounds_see_no_constants_of_local_modules(tmp_path: Path) -> No
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("local_constants_here", None)
+
+
+def test_a_program_not_verified_once_is_still_written_when_a_verified_copy_comes(
+    tmp_path: Path,
+) -> None:
+    live = LiveRun(tmp_path / "r", None, {}, 0.0)
+    unverified = verified("cgraph::views[0]").with_repro(
+        ReproResult(ReproStatus.NOT_REPRODUCIBLE, detail="passed when replayed")
+    )
+    assert live.store(unverified).repro.status is ReproStatus.NOT_REPRODUCIBLE
+    assert live.store(verified("cgraph::views[1]")).repro.status is ReproStatus.WRITTEN
+    assert [p.name for p in (tmp_path / "r").glob("*.py")] == ["value-output.py"]
+
+
+def test_a_dead_program_stays_counted_when_its_item_reports_again(tmp_path: Path) -> None:
+    live = LiveRun(tmp_path / "r", None, {}, 0.0)
+    live.add_failure("cgraph::views", verified("cgraph::views"))
+    live.receive("cgraph::views", "gw0", stats_with(programs=4), final=True)
+    total = live.total()
+    assert total.programs == 4 and [f.signature for f in total.failures] == ["value-output"]
+    assert total.hits["value-output"] == 1
