@@ -27,15 +27,14 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from pytest_cgraph.oracle.errors import ConfigurationError
+from pytest_cgraph.validation import probe_writable
 
 if TYPE_CHECKING:
     from hypothesis.database import ExampleDatabase
@@ -171,27 +170,13 @@ def _check_directory(entry: DatabaseEntry) -> None:
         raise ConfigurationError(f"{entry.location!r} is a file; give a directory")
     if entry.read_only:
         return
-    made = []
-    probe = path
-    while not probe.exists():
-        made.append(probe)
-        probe = probe.parent
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path, prefix=".cgraph-probe-")
-        os.close(handle)
-        os.unlink(temporary)
+        probe_writable(path)
     except OSError as error:
         raise ConfigurationError(
             f"{entry.location!r} cannot be written ({error.strerror or error}); give a "
             f"writable directory, or prefix it {READ_ONLY_PREFIX} to only read it"
         ) from None
-    finally:
-        for created in made:
-            try:
-                created.rmdir()
-            except OSError:
-                break
 
 
 def _check_redis(entry: DatabaseEntry) -> None:

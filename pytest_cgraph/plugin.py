@@ -81,40 +81,19 @@ def _check_database(options: CgraphOptions) -> None:
 
 
 def _check_writable(flag: str, path: Path, *, is_dir: bool) -> None:
-    """A run must be able to save what it finds: try it before running anything.
+    """A run must be able to save what it finds: try it before running anything."""
+    from pytest_cgraph.validation import probe_writable
 
-    The directory (or the file's) is made and a probe file written and
-    removed; what the probe made is removed again, so a run that finds
-    nothing leaves nothing behind.
-    """
-    import os
-    import tempfile
-
-    directory = path if is_dir else path.parent
-    made = []
-    probe = directory
-    while not probe.exists():
-        made.append(probe)
-        probe = probe.parent
     try:
-        directory.mkdir(parents=True, exist_ok=True)
         if not is_dir and path.is_dir():
             raise OSError(f"{path} is a directory")
-        handle, temporary = tempfile.mkstemp(dir=directory, prefix=".cgraph-probe-")
-        os.close(handle)
-        os.unlink(temporary)
+        probe_writable(path if is_dir else path.parent)
     except OSError as error:
         reason = error.strerror or str(error)
         raise pytest.UsageError(
             f"{flag}: {str(path)!r} cannot be written ({reason}); give a writable "
             f"{'directory' if is_dir else 'path'}"
         ) from None
-    finally:
-        for created in made:
-            try:
-                created.rmdir()
-            except OSError:
-                break
 
 
 def pytest_configure(config: pytest.Config) -> None:

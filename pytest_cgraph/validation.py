@@ -91,3 +91,30 @@ def known_dirs(given: Iterable[Any]) -> tuple[Path, ...]:
         if not directory.is_dir():
             raise ConfigurationError(f"{str(directory)!r} is not a directory of repro files")
     return directories
+
+
+def probe_writable(directory: Path) -> None:
+    """Make ``directory`` if need be and write a file into it, then remove both.
+
+    Raises ``OSError`` when it cannot be written. What the probe made is
+    removed again, so a run that finds nothing leaves nothing behind.
+    """
+    import os
+    import tempfile
+
+    made = []
+    probe = directory
+    while not probe.exists():
+        made.append(probe)
+        probe = probe.parent
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix=".cgraph-probe-")
+        os.close(handle)
+        os.unlink(temporary)
+    finally:
+        for created in made:
+            try:
+                created.rmdir()
+            except OSError:
+                break
