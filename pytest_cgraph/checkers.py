@@ -18,8 +18,12 @@ a failure of this process, and the next program gets a fresh child.
 
 from __future__ import annotations
 
+import contextlib
+import faulthandler
 import importlib
 import multiprocessing
+import os
+import tempfile
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -109,11 +113,14 @@ class IsolatedChecker:
         self._connection: Connection | None = None
         self.children_started = 0
         self._checked_by_child = 0
+        # Where the child's faulthandler writes as it dies: the dump names
+        # the frame it died in, and so which crash it is (failures.crash_site).
+        self._dump_path: str | None = None
 
     def check(self, case: Case) -> Outcome:
         """Check ``case`` in the child; never raises for what the program does."""
         if self._checked_by_child >= RECYCLE_PROGRAMS:
-            self.close()
+            self._end_child()
         connection = self._child()
         self._checked_by_child += 1
         connection.send(case)
@@ -123,11 +130,19 @@ class IsolatedChecker:
         try:
             outcome: Outcome = connection.recv()
         except (EOFError, ConnectionError):
-            return Outcome.exited(self._death())
+            exitcode = self._death()
+            return Outcome.exited(exitcode, self._last_words())
         return outcome
 
     def close(self) -> None:
-        """End the child: at session end, or to replace it with a fresh one."""
+        """End the child and remove its dump file (a later check starts both afresh)."""
+        self._end_child()
+        if self._dump_path is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._dump_path)
+            self._dump_path = None
+
+    def _end_child(self) -> None:
         if self._connection is not None:
             self._connection.close()  # the child's loop ends at EOF
             self._connection = None
@@ -135,13 +150,30 @@ class IsolatedChecker:
             self._process.join(timeout=10)
         self._kill()
 
+    def _last_words(self) -> str:
+        """What the dead child's faulthandler wrote (empty if it died without a word)."""
+        if self._dump_path is None:
+            return ""
+        try:
+            with open(self._dump_path, errors="replace") as stream:
+                return stream.read()
+        except OSError:
+            return ""
+
     def _child(self) -> Connection:
         if self._process is not None and self._process.is_alive():
             assert self._connection is not None
             return self._connection
         parent, child = self._context.Pipe()
+        if self._dump_path is None:
+            handle, self._dump_path = tempfile.mkstemp(prefix="cgraph-child-", suffix=".dump")
+            os.close(handle)
+        open(self._dump_path, "w").close()  # emptied: a new child, a new dump
         self._process = self._context.Process(
-            target=_serve, args=(child, self.setup_modules), daemon=True, name="cgraph-isolated"
+            target=_serve,
+            args=(child, self.setup_modules, self._dump_path),
+            daemon=True,
+            name="cgraph-isolated",
         )
         self._process.start()
         child.close()
@@ -170,8 +202,13 @@ class IsolatedChecker:
         self._connection = None
 
 
-def _serve(connection: Connection, setup_modules: tuple[str, ...]) -> None:
-    """The child's loop: check each case received, send back the outcome."""
+def _serve(connection: Connection, setup_modules: tuple[str, ...], dump_path: str) -> None:
+    """The child's loop: check each case received, send back the outcome.
+
+    A fatal signal makes faulthandler write the dying thread's stack to
+    ``dump_path``, which the parent reads to tell one crash from another.
+    """
+    faulthandler.enable(open(dump_path, "w"), all_threads=False)  # noqa: SIM115 (for its life)
     for module in setup_modules:
         importlib.import_module(module)
     while True:

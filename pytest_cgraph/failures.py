@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 import signal
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -91,9 +92,11 @@ class Outcome:
         return cls(Verdict.TIMEOUT, hang(seconds))
 
     @classmethod
-    def exited(cls, exitcode: int | None) -> Outcome:
-        """The process checking it ended with ``exitcode`` (negative: killed by that signal)."""
-        return cls(Verdict.DIED, death(describe_exit(exitcode), exit_signal(exitcode) or EXITED))
+    def exited(cls, exitcode: int | None, dump: str = "") -> Outcome:
+        """The process checking it ended with ``exitcode`` (negative: killed by that
+        signal); ``dump`` is what its faulthandler wrote as it died, if anything."""
+        how = describe_exit(exitcode)
+        return cls(Verdict.DIED, death(how, exit_signal(exitcode) or EXITED, crash_site(dump)))
 
 
 #: The cause of a death that exited rather than being killed by a signal.
@@ -112,9 +115,80 @@ def hang(seconds: float | None, detail: str | None = None) -> Difference:
     )
 
 
-def death(how: str, cause: str = UNSEEN) -> Difference:
-    """A dead process; ``how`` in words, ``cause`` (a signal's name, ``exit``) for the signature."""
-    return Difference(Kind.CRASH, 0, Place(Role.PROCESS), detail=how, exception_type=cause)
+def death(how: str, cause: str = UNSEEN, site: str | None = None) -> Difference:
+    """A dead process; ``how`` in words, ``cause`` (a signal's name, ``exit``) and ``site``
+    (:func:`crash_site`: where it died, when that was seen) for the signature.
+
+    The site is in the signature so that two segfaults in different places of
+    torch are two bugs: a new crash is never passed over as a known one.
+    """
+    detail = f"{how} {site}" if site else how
+    return Difference(
+        Kind.CRASH, 0, Place(Role.PROCESS), detail=detail, exception_type=cause, message=site
+    )
+
+
+# faulthandler's dump of a fatal error: "Fatal Python error: Segmentation fault",
+# then the thread that died ("Current thread 0x... (most recent call first):", or
+# "Stack (most recent call first):" when it dumps one thread), one frame a line.
+_FATAL = "Fatal Python error"
+_DYING_THREAD = re.compile(r"^(?:Current thread [^\n]*|Stack) \(most recent call first\):$", re.M)
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+ in (?P<function>\S+)$', re.M)
+
+#: torch's files that only pass a call on (an op's ``__call__``, a dispatch
+#: mode, Dynamo's frame wrapper): a crash under them happened in whatever they
+#: called, so the frame that names the bug is the next one in.
+_TRAMPOLINES = frozenset(
+    {
+        "torch/_ops.py",
+        "torch/overrides.py",
+        "torch/utils/_python_dispatch.py",
+        "torch/_dynamo/eval_frame.py",
+    }
+)
+_STDLIB = re.compile(r"/lib/python3[^/]*/(?!(?:site|dist)-packages/)")
+
+
+def crash_site(dump: str) -> str | None:
+    """Where a process died, from faulthandler's dump: ``in FUNCTION (FILE)``.
+
+    The frame is the innermost of the thread that died that has a source
+    file and is neither one of torch's trampolines nor the standard library
+    (``ctypes`` is how a crash happens, not where its bug is); failing that,
+    the innermost with a source file. Line numbers are left out: they move
+    between torch builds, the function that crashed does not. ``None`` when
+    the dump shows no fatal error.
+    """
+    start = dump.rfind(_FATAL)
+    if start < 0:
+        return None
+    thread = _DYING_THREAD.search(dump, start)
+    if thread is None:
+        return None
+    block = dump[thread.end() :].lstrip("\n").split("\n\n", 1)[0]
+    frames = [
+        (match["file"], match["function"])
+        for match in _FRAME.finditer(block)
+        if match["file"].endswith(".py")  # not generated code ("<string>", "...py:codegen(...)")
+    ]
+    telling = [
+        frame
+        for frame in frames
+        if _short_path(frame[0]) not in _TRAMPOLINES and not _STDLIB.search(frame[0])
+    ]
+    chosen = (telling or frames or [None])[0]
+    if chosen is None:
+        return None
+    path, function = chosen
+    return f"in {function} ({_short_path(path)})"
+
+
+def _short_path(path: str) -> str:
+    """``.../site-packages/torch/_ops.py`` -> ``torch/_ops.py``; elsewhere the last two parts."""
+    parts = path.replace("\\", "/").split("/")
+    if "torch" in parts:
+        return "/".join(parts[len(parts) - 1 - parts[::-1].index("torch") :])
+    return "/".join(parts[-2:])
 
 
 #: Signatures of failures that end their process: a repro file, which names

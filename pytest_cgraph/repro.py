@@ -40,13 +40,15 @@ from pytest_cgraph.failures import (
     Failure,
     ReproResult,
     ReproStatus,
+    crash_site,
+    death,
     describe_exit,
     ends_process,
     exit_signal,
     is_hang,
 )
 from pytest_cgraph.oracle import MODULES
-from pytest_cgraph.oracle.difference import Kind
+from pytest_cgraph.oracle.difference import Difference, Kind, Role
 from pytest_cgraph.registry import recorded_settings
 from pytest_cgraph.repro_files import (
     BASE_SIGNATURE,
@@ -374,11 +376,25 @@ def run_script(script: Path, limit: float) -> subprocess.CompletedProcess[str] |
 @dataclass(frozen=True)
 class ScriptRun:
     """How ``python FILE`` ended: the line that says it reproduced (``None``: it did not,
-    and ``why_not`` says what it did instead), and the signal that killed it, if one did."""
+    and ``why_not`` says what it did instead), and the death it died, if a signal killed it."""
 
     reproduced: str | None
     why_not: str = ""
-    signal: str | None = None
+    death: Difference | None = None
+
+    def reproduces(self, signature: str) -> str | None:
+        """The line that says the run reproduced ``signature``, or ``None``.
+
+        A run killed by a signal reproduces a death of the same signal at the
+        same site (:func:`~pytest_cgraph.failures.crash_site`); a death recorded
+        without a site (a file written before sites were read) matches its
+        signal at any site.
+        """
+        if self.reproduced is not None or self.death is None:
+            return self.reproduced
+        died = self.death
+        siteless = death("", died.exception_type or UNSEEN).signature
+        return self.why_not if signature in (died.signature, siteless) else None
 
 
 def reproduces_in_subprocess(text: str, failure: Failure) -> ScriptRun:
@@ -407,10 +423,10 @@ def _subprocess_verdict(
     reproduced = [line for line in run.stdout.splitlines() if line.startswith("REPRODUCED")]
     if reproduced:
         return ScriptRun(reproduced[-1])
-    if run.returncode < 0:  # killed by a signal: the crash itself
-        return ScriptRun(
-            f"python FILE {describe_exit(run.returncode)}", signal=exit_signal(run.returncode)
-        )
+    if run.returncode < 0:  # killed by a signal: the crash itself, if it is the same crash
+        how, cause = describe_exit(run.returncode), exit_signal(run.returncode) or UNSEEN
+        died = death(how, cause, crash_site(run.stderr))
+        return ScriptRun(None, f"python FILE {died.detail}", died)
     if hang_timeout is not None and "Timeout (" in run.stderr:
         return ScriptRun(f"python FILE hung past {hang_timeout}")
     last = (run.stderr.strip() or run.stdout.strip() or "(no output)").splitlines()[-1]
@@ -436,7 +452,7 @@ def replay_file(path: Path) -> str:
                 script = Path(directory) / f"{path.stem}{REPRO_SUFFIX}"
                 script.write_text(export(path))
             run = _subprocess_verdict(run_script(script, limit), limit, hang)
-        found = run.reproduced
+        found = run.reproduces(signature)
         if found is None:
             return f"NOT REPRODUCED: {run.why_not}"
         return found if found.startswith("REPRODUCED") else f"REPRODUCED: {found}"
@@ -542,19 +558,32 @@ def _stored_text(
 def _verify_in_subprocess(failure: Failure) -> tuple[Failure, str, str | None, str]:
     """Render a program that ends its process and run its file as ``python FILE``.
 
-    Returns the failure (a death the record could only call ``died`` is
-    renamed after the signal the file's run died of; only the header
-    changes), the file's text, the line that says it reproduced (``None``
-    if it did not) and the detail for the report.
+    Returns the failure (a death whose record could not say how or where it
+    died, a dead in-process check, is named after the signal and the site the
+    file's run died of; only the header changes), the file's text, the line
+    that says it reproduced (``None`` if it did not) and the detail for the report.
     """
     text = render(failure, None, False)
     run = reproduces_in_subprocess(text, failure)
     difference = failure.difference
-    if run.signal and difference.exception_type == UNSEEN:
-        difference = dataclasses.replace(difference, exception_type=run.signal)
-        failure = dataclasses.replace(failure, difference=difference)
+    unnamed = difference.exception_type == UNSEEN or (
+        run.death is not None
+        and difference.exception_type == run.death.exception_type
+        and difference.message is None
+    )
+    if run.death is not None and difference.place.role is Role.PROCESS and unnamed:
+        named = run.death
+        if difference.exception_type == UNSEEN:  # keep who saw it die
+            named = dataclasses.replace(
+                named, detail=f"{difference.detail}; its repro was {run.death.detail}"
+            )
+        failure = dataclasses.replace(failure, difference=named)
         text = render(failure, None, False)
-    return failure, text, run.reproduced, run.reproduced or run.why_not
+    found = run.reproduces(failure.signature)
+    detail = found or run.why_not
+    if found is None and run.death is not None:
+        detail = f"{run.why_not}, not as it did when found ({failure.difference.detail})"
+    return failure, text, found, detail
 
 
 def _verify_in_process(text: str, failure: Failure, layer: str | None) -> tuple[str | None, str]:

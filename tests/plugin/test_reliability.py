@@ -13,12 +13,16 @@ import pytest
 
 import cgraph_doubles.inprocess  # noqa: F401  (kept loaded across in-process runs)
 from cgraph_doubles import killers as killer_backends
-from pytest_cgraph.failures import Case
+from pytest_cgraph.failures import Case, death
 from pytest_cgraph.guard import InFlight
 
 pytest_plugins = "pytester"
 
 TESTS = Path(__file__).resolve().parents[1]
+
+#: Where the segfaulting double dies (ctypes below it is how, not where).
+SEGFAULT_SITE = "in segfault (cgraph_doubles/killers.py)"
+SEGFAULT = death("", "SIGSEGV", SEGFAULT_SITE).signature
 
 PASSING = """
 def test_unrelated_work_still_runs():
@@ -61,10 +65,10 @@ def test_a_segfault_under_xdist_is_a_crash_with_its_program_saved(killers: pytes
     output = result.stdout.str()
     assert "crash of the process: the worker died" in output
     assert "program (mutation):" in output
-    assert "python FILE killed by SIGSEGV" in output
-    # named by the signal the verifying run died of, as under --cgraph-isolate
-    assert repros(killers) == ["crash-process-SIGSEGV.py"]
-    saved = killers.path / "cgraph-repros" / "crash-process-SIGSEGV.py"
+    assert f"python FILE killed by SIGSEGV {SEGFAULT_SITE}" in output
+    # named by the signal and the site the verifying run died of, as under --cgraph-isolate
+    assert repros(killers) == [f"{SEGFAULT}.py"]
+    saved = killers.path / "cgraph-repros" / f"{SEGFAULT}.py"
     assert subprocess.run([sys.executable, str(saved)], check=False).returncode == -11
     assert not list((killers.path / "cgraph-repros").glob(".cgraph-inflight/*"))
 
@@ -83,9 +87,9 @@ def test_a_segfault_without_xdist_is_contained_by_isolate(
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*crash of the process: killed by SIGSEGV*",
-            "*repro (written): cgraph-repros/crash-process-SIGSEGV.py -- python FILE killed by "
-            "SIGSEGV",
+            f"*crash of the process: killed by SIGSEGV {SEGFAULT_SITE}*",
+            f"*repro (written): cgraph-repros/{SEGFAULT}.py -- python FILE killed by "
+            f"SIGSEGV {SEGFAULT_SITE}",
         ]
     )
 
@@ -191,12 +195,12 @@ def test_a_run_that_died_is_reported_by_the_next(killers: pytest.Pytester) -> No
     result.stdout.fnmatch_lines(
         [
             "*crash of the process: the previous run's process died*",
-            "*repro (written): cgraph-repros/crash-process-SIGSEGV.py -- python FILE killed by "
-            "SIGSEGV",
+            f"*repro (written): cgraph-repros/{SEGFAULT}.py -- python FILE killed by "
+            f"SIGSEGV {SEGFAULT_SITE}",
         ]
     )
     assert not record.path.exists()
-    assert os.path.exists(killers.path / "cgraph-repros" / "crash-process-SIGSEGV.py")
+    assert os.path.exists(killers.path / "cgraph-repros" / f"{SEGFAULT}.py")
 
 
 # Deep: a second dead-worker run; a segfault under xdist stays in the default run.
@@ -213,7 +217,7 @@ def test_report_records_crashes_from_dead_workers(killers: pytest.Pytester) -> N
     result.assert_outcomes(passed=1, failed=1)
     report = json.loads((killers.path / "r.json").read_text())
     assert [(f["signature"], f["nodeid"]) for f in report["failures"]] == [
-        ("crash-process-SIGSEGV", "cgraph::rng")
+        (SEGFAULT, "cgraph::rng")
     ]
 
 

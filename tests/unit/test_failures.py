@@ -14,6 +14,8 @@ from pytest_cgraph.failures import (
     ReproResult,
     ReproStatus,
     Verdict,
+    crash_site,
+    death,
     describe_exit,
     ends_process,
     is_hang,
@@ -55,6 +57,66 @@ def test_how_a_process_ended_is_described_and_becomes_a_died_outcome() -> None:
     assert killed.difference.headline() == "crash of the process: killed by SIGSEGV"
     exited = Outcome.exited(3).difference
     assert exited is not None and exited.signature == "crash-process-exit"
+
+
+# faulthandler's dump of a real torch 2.13 segfault (a view replayed on its base
+# by AOTAutograd's runtime wrapper), cut short, its paths shortened.
+SEGFAULT_DUMP = """\
+Fatal Python error: Segmentation fault
+
+Current thread 0x00007f63a9667b80 (most recent call first):
+  File "/sp/torch/_ops.py", line 841 in __call__
+  File "/sp/torch/_functorch/_aot_autograd/functional_utils.py", line 3 in gen_alias_from_base
+  File "/sp/torch/_functorch/_aot_autograd/codegen.py:codegen(wrapper)", line 3 in _alias_fn
+  File "/sp/torch/_functorch/_aot_autograd/wrappers.py", line 9 in _replay_alias
+  File "<cgraph program 55ea8979e441>", line 7 in program
+  File "/tmp/repro.py", line 1695 in _run_side
+
+Thread 0x00007f63a0000000 (most recent call first):
+  File "/usr/lib/python3.11/threading.py", line 324 in wait
+
+Extension modules: torch._C (total: 1)
+"""
+
+
+def test_a_crash_is_placed_at_torchs_innermost_frame_past_the_trampolines() -> None:
+    # _ops.py only passes the call on: the frame below it in the dump names the bug
+    site = "in gen_alias_from_base (torch/_functorch/_aot_autograd/functional_utils.py)"
+    assert crash_site(SEGFAULT_DUMP) == site
+    # no frame of torch's tells: the innermost one that is not a trampoline
+    # or the standard library; generated code and other threads never are
+    elsewhere = SEGFAULT_DUMP.replace("torch/_functorch", "other")
+    assert crash_site(elsewhere) == "in gen_alias_from_base (_aot_autograd/functional_utils.py)"
+    in_ctypes = SEGFAULT_DUMP.replace("/sp/torch/_ops.py", "/usr/lib/python3.11/ctypes/__init__.py")
+    assert crash_site(in_ctypes) == site
+    only_trampolines = '  File "/x/torch/_ops.py", line 1 in __call__\n'
+    assert (
+        crash_site(
+            f"Fatal Python error: Aborted\n\nStack (most recent call first):\n{only_trampolines}"
+        )
+        == "in __call__ (torch/_ops.py)"
+    )
+    one_thread = SEGFAULT_DUMP.replace("Current thread 0x00007f63a9667b80", "Stack")
+    assert crash_site(one_thread) == site
+    # no fatal error (a hang's dump, an empty file): no site
+    assert crash_site("Timeout (0:00:05)!\n" + SEGFAULT_DUMP.split("\n", 2)[2]) is None
+    assert crash_site("") is None
+
+
+def test_the_crash_site_is_part_of_a_deaths_signature() -> None:
+    here = Outcome.exited(-signal.SIGSEGV, SEGFAULT_DUMP).difference
+    elsewhere = Outcome.exited(
+        -signal.SIGSEGV, SEGFAULT_DUMP.replace("gen_alias_from_base", "unbind")
+    ).difference
+    assert here is not None and elsewhere is not None
+    assert here.signature.startswith("crash-process-SIGSEGV-in_gen_alias_from_base_torch_")
+    assert here.signature != elsewhere.signature
+    assert here.headline() == (
+        "crash of the process: killed by SIGSEGV in gen_alias_from_base "
+        "(torch/_functorch/_aot_autograd/functional_utils.py)"
+    )
+    assert ends_process(here.signature)
+    assert death("killed by SIGSEGV", "SIGSEGV").signature == "crash-process-SIGSEGV"
 
 
 def test_a_timeout_is_a_hang_of_the_program() -> None:

@@ -246,3 +246,23 @@ def test_an_entry_or_a_hand_recorded_program_is_never_replaced_by_an_equal_one(
         write_repro(tmp_path, "grad-grad-presence", kept, 0, suffix)
         path, written = write_repro(tmp_path, "grad-grad-presence", later, 0, suffix)
         assert written is False and path.read_text() == kept
+
+
+def test_a_repro_that_dies_elsewhere_does_not_reproduce_the_death() -> None:
+    from pytest_cgraph.failures import death
+    from pytest_cgraph.repro import ScriptRun
+
+    here = death("killed by SIGSEGV", "SIGSEGV", "in unbind (torch/_tensor.py)")
+    elsewhere = death("killed by SIGSEGV", "SIGSEGV", "in gen_alias (torch/_functorch/x.py)")
+    run = ScriptRun(None, f"python FILE {here.detail}", here)
+    assert run.reproduces(here.signature) == (
+        "python FILE killed by SIGSEGV in unbind (torch/_tensor.py)"
+    )
+    assert run.reproduces(elsewhere.signature) is None
+    assert run.reproduces(death("killed by SIGABRT", "SIGABRT").signature) is None
+    # a file written before sites were read names the signal alone: any site will do
+    assert run.reproduces("crash-process-SIGSEGV") is not None
+    # a run that printed its verdict line is judged by that line, as before
+    assert ScriptRun("REPRODUCED (aot_eager): x").reproduces("anything") == (
+        "REPRODUCED (aot_eager): x"
+    )
