@@ -23,7 +23,14 @@ import signal
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
+from pytest_cgraph.oracle.difference import (
+    COMPILED_FRAME,
+    EAGER_FRAME,
+    Difference,
+    Kind,
+    Place,
+    Role,
+)
 
 if TYPE_CHECKING:
     from pytest_cgraph.oracle.engine import CheckReport
@@ -95,8 +102,10 @@ class Outcome:
     def exited(cls, exitcode: int | None, dump: str = "") -> Outcome:
         """The process checking it ended with ``exitcode`` (negative: killed by that
         signal); ``dump`` is what its faulthandler wrote as it died, if anything."""
-        how = describe_exit(exitcode)
-        return cls(Verdict.DIED, death(how, exit_signal(exitcode) or EXITED, crash_site(dump)))
+        how, site = describe_exit(exitcode), crash_site(dump)
+        if died_in_eager(dump):  # torch's eager itself: no reference, not a compile difference
+            return cls(Verdict.INVALID, reason=f"eager itself was {how} {site}")
+        return cls(Verdict.DIED, death(how, exit_signal(exitcode) or EXITED, site))
 
 
 #: The cause of a death that exited rather than being killed by a signal.
@@ -159,18 +168,7 @@ def crash_site(dump: str) -> str | None:
     between torch builds, the function that crashed does not. ``None`` when
     the dump shows no fatal error.
     """
-    start = dump.rfind(_FATAL)
-    if start < 0:
-        return None
-    thread = _DYING_THREAD.search(dump, start)
-    if thread is None:
-        return None
-    block = dump[thread.end() :].lstrip("\n").split("\n\n", 1)[0]
-    frames = [
-        (match["file"], match["function"])
-        for match in _FRAME.finditer(block)
-        if match["file"].endswith(".py")  # not generated code ("<string>", "...py:codegen(...)")
-    ]
+    frames = [frame for frame in _dying_frames(dump) if frame[0].endswith(".py")]
     telling = [
         frame
         for frame in frames
@@ -181,6 +179,29 @@ def crash_site(dump: str) -> str | None:
         return None
     path, function = chosen
     return f"in {function} ({_short_path(path)})"
+
+
+def died_in_eager(dump: str) -> bool:
+    """The process died running the eager side of an iteration (the engine's
+    ``EAGER_FRAME`` is the innermost side frame in the dying thread's stack)."""
+    for _, function in _dying_frames(dump):
+        if function in (EAGER_FRAME, COMPILED_FRAME):
+            return function == EAGER_FRAME
+    return False  # not seen (a stack deeper than the dump shows): the compiled side's, say
+
+
+def _dying_frames(dump: str) -> list[tuple[str, str]]:
+    """(file, function) of each frame of the thread that died, innermost first;
+    empty when the dump shows no fatal error. Generated code's files are kept
+    (``<string>``, ``...py:codegen(...)``): the callers filter them."""
+    start = dump.rfind(_FATAL)
+    if start < 0:
+        return []
+    thread = _DYING_THREAD.search(dump, start)
+    if thread is None:
+        return []
+    block = dump[thread.end() :].lstrip("\n").split("\n\n", 1)[0]
+    return [(match["file"], match["function"]) for match in _FRAME.finditer(block)]
 
 
 def _short_path(path: str) -> str:

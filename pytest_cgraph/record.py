@@ -29,33 +29,39 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pytest_cgraph.failures import Case, Failure
-from pytest_cgraph.oracle.errors import ConfigurationError, EquivalenceError, InvalidProgram
+from pytest_cgraph.failures import Case, Failure, Verdict
+from pytest_cgraph.oracle.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from pytest_cgraph.checkers import IsolatedChecker
 
 
 def record(
-    source: str, *, backend: str, device: str, iters: int | None, into: Path, origin: str
+    source: str,
+    *,
+    backend: str,
+    device: str,
+    iters: int | None,
+    into: Path,
+    origin: str,
+    checker: IsolatedChecker | None = None,
 ) -> Failure:
     """Check ``source`` and write its repro into ``into``; the failure, with its repro.
 
-    Raises :class:`ValueError` if the program shows no difference (or eager
-    rejects it): there is nothing to record.
+    The check runs in a child process (``checker``'s, or one of its own), so
+    that a program that kills its process, a segfault in torch, is recorded
+    like any other difference instead of killing the command. Raises
+    :class:`ValueError` if the program shows no difference (or eager rejects
+    it): there is nothing to record.
     """
+    from pytest_cgraph.checkers import IsolatedChecker
     from pytest_cgraph.oracle.protocol import ProgramSpec, load_source, source_filename
     from pytest_cgraph.repro import make_repro
-    from pytest_cgraph.runner import check_source
 
     spec = ProgramSpec.of(load_source(source, source_filename(source)))
     iterations = iters or spec.iters or 5
-    try:
-        check_source(source, backend=backend, device=device, iters=iterations)
-    except EquivalenceError as error:
-        difference = error.difference
-    except InvalidProgram as invalid:
-        raise ValueError(f"eager rejects the program: {invalid.reason}") from None
-    else:
-        raise ValueError(f"no difference: eager and {backend} agree on {iterations} iterations")
     case = Case(
         source=source,
         backend=backend,
@@ -65,51 +71,70 @@ def record(
         nodeid=origin,
         replay=f"python -m pytest_cgraph.record {origin} --backend {backend}",
     )
-    return make_repro(Failure(case, difference), into, entry=True)
+    child = checker or IsolatedChecker((), timeout=None)
+    try:
+        outcome = child.check(case)
+    finally:
+        if checker is None:
+            child.close()
+    if outcome.verdict is Verdict.INVALID:
+        raise ValueError(f"eager rejects the program: {outcome.reason}")
+    if outcome.verdict is Verdict.PASS:
+        raise ValueError(f"no difference: eager and {backend} agree on {iterations} iterations")
+    if outcome.verdict is Verdict.ERROR or outcome.difference is None:
+        raise ValueError(f"the check itself failed: {outcome.reason}")
+    return make_repro(Failure(case, outcome.difference), into, entry=True)
 
 
 def refresh(directory: Path) -> list[str]:
     """Re-record every repro file of ``directory`` in place; one line per file."""
+    from pytest_cgraph.checkers import IsolatedChecker
+    from pytest_cgraph.registry import is_repro_file, registry_files
+
+    checker = IsolatedChecker((), timeout=None)  # one child for all: torch is imported once
+    try:
+        return [
+            _refresh_one(path, checker) for path in registry_files(directory) if is_repro_file(path)
+        ]
+    finally:
+        checker.close()
+
+
+def _refresh_one(path: Path, checker: IsolatedChecker) -> str:
+    """Re-record one registry file in place; the line that says what became of it."""
     import tempfile
 
-    from pytest_cgraph.registry import is_repro_file, recorded_settings, registry_files
+    from pytest_cgraph.registry import recorded_settings
     from pytest_cgraph.repro_files import ENTRY_SUFFIX
 
-    lines = []
-    for path in registry_files(directory):
-        if not is_repro_file(path):
-            continue
-        target = path.with_suffix(ENTRY_SUFFIX)
-        if target != path and target.exists():
-            lines.append(f"KEPT AS IT WAS {path.name}: {target.name} is there already")
-            continue
-        settings = recorded_settings(path)
-        with tempfile.TemporaryDirectory(prefix="cgraph-refresh-") as scratch:
-            try:
-                failure = record(
-                    str(settings["program"]),
-                    backend=str(settings["backend"]),
-                    device=str(settings["device"]),
-                    iters=None,
-                    into=Path(scratch),
-                    origin=path.name,
-                )
-            except (ValueError, ConfigurationError) as error:
-                lines.append(f"KEPT AS IT WAS {path.name}: {error}")
-                continue
-            written = sorted(Path(scratch).glob(f"*{ENTRY_SUFFIX}"))
-            if failure.repro is None or not failure.repro.verified or len(written) != 1:
-                lines.append(f"KEPT AS IT WAS {path.name}: the new file did not verify")
-                continue
-            if isinstance(settings.get("ops"), list):
-                _keep_declared_ops(written[0], settings["ops"])
-            # The file keeps its name (an entry's suffix): two entries may share
-            # a signature (different programs of it), and neither may replace the other.
-            written[0].replace(target)
-            if target != path:
-                path.unlink()  # a .py file, now its entry
-            lines.append(f"refreshed {target.name}")
-    return lines
+    target = path.with_suffix(ENTRY_SUFFIX)
+    if target != path and target.exists():
+        return f"KEPT AS IT WAS {path.name}: {target.name} is there already"
+    settings = recorded_settings(path)
+    with tempfile.TemporaryDirectory(prefix="cgraph-refresh-") as scratch:
+        try:
+            failure = record(
+                str(settings["program"]),
+                backend=str(settings["backend"]),
+                device=str(settings["device"]),
+                iters=None,
+                into=Path(scratch),
+                origin=path.name,
+                checker=checker,
+            )
+        except (ValueError, ConfigurationError) as error:
+            return f"KEPT AS IT WAS {path.name}: {error}"
+        written = sorted(Path(scratch).glob(f"*{ENTRY_SUFFIX}"))
+        if failure.repro is None or not failure.repro.verified or len(written) != 1:
+            return f"KEPT AS IT WAS {path.name}: the new file did not verify"
+        if isinstance(settings.get("ops"), list):
+            _keep_declared_ops(written[0], settings["ops"])
+        # The file keeps its name (an entry's suffix): two entries may share
+        # a signature (different programs of it), and neither may replace the other.
+        written[0].replace(target)
+    if target != path:
+        path.unlink()  # a .py file, now its entry
+    return f"refreshed {target.name}"
 
 
 def _keep_declared_ops(entry: Path, ops: list[object]) -> None:

@@ -43,6 +43,7 @@ from pytest_cgraph.failures import (
     crash_site,
     death,
     describe_exit,
+    died_in_eager,
     ends_process,
     exit_signal,
     is_hang,
@@ -426,6 +427,8 @@ def _subprocess_verdict(
     if run.returncode < 0:  # killed by a signal: the crash itself, if it is the same crash
         how, cause = describe_exit(run.returncode), exit_signal(run.returncode) or UNSEEN
         died = death(how, cause, crash_site(run.stderr))
+        if died_in_eager(run.stderr):  # not the compiled side's doing: no difference
+            return ScriptRun(None, f"python FILE: eager itself was {died.detail}")
         return ScriptRun(None, f"python FILE {died.detail}", died)
     if hang_timeout is not None and "Timeout (" in run.stderr:
         return ScriptRun(f"python FILE hung past {hang_timeout}")

@@ -47,6 +47,12 @@ class Role(str, enum.Enum):
     PROCESS = "process"  # the process checking it died
 
 
+#: The engine's frames that run one side of an iteration: in the stack dump of
+#: a process that died, the innermost of them says which side killed it.
+EAGER_FRAME = "_run_eager_side"
+COMPILED_FRAME = "_run_compiled_side"
+
+
 @dataclass(frozen=True)
 class Place:
     """Where a difference is: ``output #2``, ``argument x``, ``grad of net.lin.weight``.

@@ -217,13 +217,15 @@ def _iterate(
                 eager.flat = clone_arguments(flat, settings.device)
                 compiled.flat = clone_arguments(flat, settings.device)
             assert ops is not None
-            seen, eager_raw = _run_side(eager, spec, names, k, settings, ops)
+            seen, eager_raw = _run_eager_side(eager, spec, names, k, settings, ops)
             if seen.error is not None:
                 raise InvalidProgram(k, seen.phase, seen.error)
             if k == 1:
                 tensor_outputs = sum(isinstance(o, TensorSnapshot) for o in seen.outputs)
             with compiled_autograd_engine(settings.backend, settings.compiled_autograd):
-                compiled_seen, compiled_raw = _run_side(compiled, spec, names, k, settings, ops)
+                compiled_seen, compiled_raw = _run_compiled_side(
+                    compiled, spec, names, k, settings, ops
+                )
             difference = compare_iteration(seen, compiled_seen, k, settings.tolerance)
             if difference is not None:
                 raise EquivalenceError(difference, _context(settings, device))
@@ -249,6 +251,17 @@ def _iterate(
         outputs_overwritten=overwritten,
         tensor_outputs=tensor_outputs,
     )
+
+
+def _run_eager_side(*arguments: Any) -> tuple[Observation, list[Any]]:
+    """:func:`_run_side` for eager, in a frame of its own: the dump of a process
+    that dies here says eager killed it (``difference.EAGER_FRAME``)."""
+    return _run_side(*arguments)
+
+
+def _run_compiled_side(*arguments: Any) -> tuple[Observation, list[Any]]:
+    """:func:`_run_side` for the compiled side (``difference.COMPILED_FRAME``)."""
+    return _run_side(*arguments)
 
 
 def _run_side(

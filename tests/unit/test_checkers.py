@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from cgraph_doubles.crashing import crashing_program
 from pytest_cgraph import checkers
 from pytest_cgraph.checkers import IsolatedChecker
 from pytest_cgraph.failures import Case, Verdict
@@ -48,40 +49,14 @@ def test_a_child_checks_programs_and_is_replaced_after_its_quota(
     assert isolated.child_pid is None
 
 
-# Two programs that kill their process in different functions of "torch" (code
-# compiled under a torch file name, as a frame of torch's would be). Eager runs
-# each first, so the crash is the program's own: what matters here is that the
-# child's last words reach the parent and name where it died.
-CRASH_IN = """
-import ctypes
-
-import torch
-
-_CODE = "import ctypes\\ndef {name}():\\n    ctypes.string_at(0)\\n"
-_SPACE = {{}}
-exec(compile(_CODE, "/site-packages/torch/_{name}.py", "exec"), _SPACE)
-
-
-def program(a0):
-    _SPACE["{name}"]()
-    return (a0 + 1,)
-
-
-def inputs(k):
-    return (torch.ones(2),)
-
-
-FRESH_INPUTS = False
-ITERS = 3
-"""
+def crashing(name: str, in_eager: bool = False) -> Case:
+    return case(crashing_program(name, in_eager))
 
 
 def test_deaths_in_different_functions_are_different_failures() -> None:
     isolated = IsolatedChecker((), timeout=60.0)
     try:
-        outcomes = [
-            isolated.check(case(CRASH_IN.format(name=name))) for name in ("read_zero", "write_zero")
-        ]
+        outcomes = [isolated.check(crashing(name)) for name in ("read_zero", "write_zero")]
         children = isolated.children_started
     finally:
         isolated.close()
@@ -96,3 +71,13 @@ def test_deaths_in_different_functions_are_different_failures() -> None:
     assert second.message == "in write_zero (torch/_write_zero.py)"
     assert first.signature != second.signature
     assert children == 2  # the dead child was replaced
+
+
+def test_a_program_that_kills_eager_itself_is_invalid_not_a_difference() -> None:
+    isolated = IsolatedChecker((), timeout=60.0)
+    try:
+        outcome = isolated.check(crashing("read_zero", in_eager=True))
+    finally:
+        isolated.close()
+    assert outcome.verdict is Verdict.INVALID and outcome.difference is None
+    assert outcome.reason == "eager itself was killed by SIGSEGV in read_zero (torch/_read_zero.py)"

@@ -197,3 +197,17 @@ def test_a_failure_survives_json_unchanged_in_every_field() -> None:
 def test_a_failure_without_a_repro_survives_json() -> None:
     failure = Failure(CASE, Outcome.exited(-signal.SIGKILL).difference)  # type: ignore[arg-type]
     assert Failure.from_json(json.loads(json.dumps(failure.to_json()))) == failure
+
+
+def test_the_innermost_side_frame_says_whether_eager_died() -> None:
+    from pytest_cgraph.failures import died_in_eager
+
+    def dump(*functions: str) -> str:
+        frames = "".join(f'  File "/o/engine.py", line 1 in {name}\n' for name in functions)
+        return f"Fatal Python error: Aborted\n\nStack (most recent call first):\n{frames}"
+
+    assert died_in_eager(dump("unbind", "_run_side", "_run_eager_side", "_iterate"))
+    assert not died_in_eager(dump("unbind", "_run_side", "_run_compiled_side", "_iterate"))
+    # a stack too deep for the dump to reach a side: counted as the compiled side's
+    assert not died_in_eager(dump("unbind", "_run_side"))
+    assert not died_in_eager("")

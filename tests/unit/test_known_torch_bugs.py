@@ -22,6 +22,7 @@ import pytest
 import torch
 
 from pytest_cgraph import EquivalenceError
+from pytest_cgraph.failures import ends_process
 from pytest_cgraph.record import main as record_main
 from pytest_cgraph.registry import BASELINE_ROOT, baseline_dir, read_entry, recorded_settings
 from pytest_cgraph.repro import recorded_case, replay_file
@@ -55,6 +56,10 @@ def test_the_running_torch_has_a_baseline_or_none_is_claimed() -> None:
 @pytest.mark.parametrize("path", FILES, ids=[path.stem[:60] for path in FILES])
 def test_recorded_difference_still_fails_in_process_with_its_signature(path: Path) -> None:
     case = recorded_case(path)
+    if ends_process(case.signature):  # it would take this process with it: a subprocess
+        line = replay_file(path)
+        assert line.startswith("REPRODUCED: python FILE killed by "), line
+        return
     with pytest.raises(EquivalenceError) as caught:
         check_source(case.source, backend=case.backend, device=case.device)
     assert caught.value.difference.signature == case.signature
@@ -77,6 +82,9 @@ def test_exported_standalone_file_run_alone_agrees(path: Path, tmp_path: Path) -
     run = subprocess.run(
         [sys.executable, "-I", str(out)], capture_output=True, text=True, check=False
     )
+    if ends_process(recorded_case(path).signature):  # the signal is its reproduction
+        assert run.returncode < 0 and "Fatal Python error" in run.stderr, run.stderr[-2000:]
+        return
     assert run.returncode == 1, run.stderr[-2000:]
     assert run.stdout.startswith("REPRODUCED ("), run.stdout
     assert "DIFFERENTLY" not in run.stdout

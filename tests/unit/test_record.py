@@ -95,3 +95,24 @@ def test_a_missing_program_is_one_line(tmp_path: Path, capsys: pytest.CaptureFix
     assert main([str(tmp_path / "nope.py"), "--into", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith(f"error: cannot read {tmp_path / 'nope.py'}")
     assert sys.modules.get("pytest_cgraph.record") is not None
+
+
+def test_a_program_that_kills_its_process_is_recorded_by_its_crash_site(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cgraph_doubles.crashing import crashing_program
+    from pytest_cgraph.repro import replay_file
+
+    program = tmp_path / "segfaults_when_compiled.py"
+    program.write_text(crashing_program("read_zero"))
+    registry = tmp_path / "known"
+    # the check runs in a child: the segfault does not take this process with it
+    assert main([str(program), "--backend", "aot_eager", "--into", str(registry)]) == 0
+    printed = capsys.readouterr().out
+    (entry,) = Registry.load([registry]).entries()
+    assert entry.signature.startswith("crash-process-SIGSEGV-in_read_zero_torch_read_zero_py_")
+    assert printed.startswith(f"{entry.signature}: ")
+    assert "killed by SIGSEGV in read_zero (torch/_read_zero.py)" in printed
+    assert replay_file(entry.path) == (
+        "REPRODUCED: python FILE killed by SIGSEGV in read_zero (torch/_read_zero.py)"
+    )
