@@ -29,6 +29,7 @@ from pytest_cgraph.options import CgraphOptions
 
 if TYPE_CHECKING:
     from pytest_cgraph.checkers import Checker
+    from pytest_cgraph.oracle.difference import Difference
 
 #: Seconds between progress lines of a running item (with ``-v``).
 PROGRESS_SECONDS = 15.0
@@ -253,10 +254,10 @@ def write_progress(config: pytest.Config, line: str) -> None:
             reporter.write_line(line)
 
 
-def _layer_of(case: Case) -> str | None:
+def _layer_of(case: Case, difference: Difference) -> str | None:
     from pytest_cgraph.repro import locate_layer
 
-    return locate_layer(case)[0]
+    return locate_layer(case, difference)[0]
 
 
 def make_items(session_: pytest.Session, options: CgraphOptions, seed: int) -> list[CampaignItem]:

@@ -72,6 +72,7 @@ from pytest_cgraph.validation import flag, known_dirs, non_negative_number, posi
 
 if TYPE_CHECKING:
     from pytest_cgraph.checkers import Checker
+    from pytest_cgraph.oracle.difference import Difference
     from pytest_cgraph.strategies.program import Program
 
 TestFunction = TypeVar("TestFunction", bound=Callable[..., None])
@@ -317,16 +318,19 @@ class Fuzzer:
         if difference is None:
             return Judgement()
         known = self.registry.match(
-            difference, lambda: _first_diverging_layer(case), program_ops(case.source)
+            difference,
+            lambda: _first_diverging_layer(case, difference),
+            program_ops(case.source),
         )
         return Judgement(known=known) if known is not None else Judgement(Failure(case, difference))
 
 
-def _first_diverging_layer(case: Case) -> str | None:
-    """Asked only when the layer tells a known difference from a new one."""
+def _first_diverging_layer(case: Case, difference: Difference) -> str | None:
+    """The first layer that shows ``difference``: asked only when the layer tells a
+    known difference from a new one."""
     from pytest_cgraph.repro import locate_layer
 
-    return locate_layer(case)[0]
+    return locate_layer(case, difference)[0]
 
 
 def check(program: Program, family: str) -> None:

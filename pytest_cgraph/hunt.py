@@ -130,8 +130,9 @@ class Hunt:
     """One item's search: its budget, what it knows, what it has found and checked.
 
     ``check`` checks a case; ``case_of(program, source)`` makes the case of
-    a drawn program; ``layer_of(case)`` finds its first diverging layer
-    (asked only when that tells a known bug from a new one); ``record``
+    a drawn program; ``layer_of(case, difference)`` finds the first layer
+    that shows the difference (asked only when that tells a known bug from a
+    new one); ``record``
     turns a shrunk failure into a recorded one (replayed, repro written).
     """
 
@@ -141,7 +142,7 @@ class Hunt:
     case_of: Callable[[Any, str], Case]
     record: Callable[[Failure], Failure]
     registry: Registry
-    layer_of: Callable[[Case], str | None]
+    layer_of: Callable[[Case, Difference], str | None]
     budget: Budget
     stats: RunStats
     strict: bool = False
@@ -158,7 +159,7 @@ class Hunt:
     ends_in_a_row: int = 0
     rounds: int = 0
     started: float = 0.0
-    _layers: dict[str, str | None] = field(default_factory=dict)
+    _layers: dict[tuple[str, str], str | None] = field(default_factory=dict)
     _first_failure: float | None = None
     _drawn_at_failure: int | None = None
     _differing: set[str] = field(default_factory=set)
@@ -317,8 +318,9 @@ class Hunt:
 
     def _known(self, difference: Difference, case: Case) -> KnownBug | None:
         def layer() -> str | None:
-            if case.source not in self._layers:
-                self._layers[case.source] = self.layer_of(case)
-            return self._layers[case.source]
+            key = (case.source, difference.signature)
+            if key not in self._layers:
+                self._layers[key] = self.layer_of(case, difference)
+            return self._layers[key]
 
         return self.registry.match(difference, layer, program_ops(case.source))

@@ -466,8 +466,9 @@ def replay_file(path: Path) -> str:
     return str(replay_in_process(text).line(signature))
 
 
-def locate_layer(case: Case) -> tuple[str | None, bool]:
-    """The first rung of the ladder that diverges, and whether it is the CUDA-graph path."""
+def locate_layer(case: Case, like: Difference | None = None) -> tuple[str | None, bool]:
+    """The first rung of the ladder that shows the failure ``like`` (its symptom; without
+    one: that diverges at all), and whether it is the CUDA-graph path."""
     import warnings
 
     from pytest_cgraph.backends import resolve_device
@@ -478,8 +479,9 @@ def locate_layer(case: Case) -> tuple[str | None, bool]:
         importlib.import_module(module)
     with warnings.catch_warnings(), collect_compile_evidence():
         warnings.simplefilter("ignore")
-        rungs = climb(case.source, case.backend, resolve_device(case.device), case.iters)
-    return first_diverging(rungs)
+        device = resolve_device(case.device)
+        rungs = climb(case.source, case.backend, device, case.iters, like=like)
+    return first_diverging(rungs, like)
 
 
 def make_repro(failure: Failure, directory: Path, *, entry: bool = False) -> Failure:
@@ -513,7 +515,7 @@ def verify_repro(failure: Failure, directory: Path, *, entry: bool = False) -> F
         failure, text, found, detail = _verify_in_subprocess(failure)
         stored = _stored_text(failure, layer, specific, text, entry)
     else:
-        layer, specific = locate_layer(failure.case)
+        layer, specific = locate_layer(failure.case, failure.difference)
         text = render(failure, layer, specific)
         # Both texts exist before the replay: what follows it only writes.
         stored = _stored_text(failure, layer, specific, text, entry)

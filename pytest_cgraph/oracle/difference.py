@@ -145,6 +145,18 @@ class Difference:
         return "-".join(filter(None, (_slug(part) for part in parts)))
 
     @property
+    def symptom(self) -> str:
+        """The signature without the exception: what differs, where (and which facet).
+
+        The ladder asks a rung for the same symptom, not the same signature:
+        one bug raises a wrapped error on one rung (``BackendCompilerFailed``)
+        and the bare one on the next, while a grad lost on one rung and a
+        crash on the next are two bugs.
+        """
+        parts = [self.kind.value, self.place.token, self.facet or ""]
+        return "-".join(filter(None, (_slug(part) for part in parts)))
+
+    @property
     def ends_process(self) -> bool:
         """A hang or a dead process: re-running it in-process would hang or kill the checker."""
         return self.kind is Kind.TIMEOUT or self.place.role is Role.PROCESS

@@ -5,8 +5,11 @@ compile stack, lowest first: ``eager`` (Dynamo's capture alone), then
 ``aot_eager`` (AOTAutograd's functionalization), then ``cudagraphs`` (the
 CUDA-graph backend; on CPU its front half), then ``inductor`` for
 Inductor-based backends and ``reduce-overhead`` on CUDA. The first rung
-that differs says where the bug lives, and whether it is specific to the
-CUDA-graph path (the rungs below agree with eager).
+that shows the failure's symptom (:attr:`Difference.symptom`: the same kind
+of difference at the same place) says where the bug lives, and whether it
+is specific to the CUDA-graph path. A lower rung that differs otherwise (a
+grad lost where the failure is a crash) shows another bug: it does not
+locate this one.
 """
 
 from __future__ import annotations
@@ -66,15 +69,17 @@ def climb(
     iters: int | None,
     *,
     stop_at_first: bool = True,
+    like: Difference | None = None,
 ) -> list[Rung]:
-    """Check ``source`` on each rung, lowest first; stop at the first that diverges."""
+    """Check ``source`` on each rung, lowest first; stop at the first that diverges
+    (``like`` a failure: the first with its symptom, past rungs that differ otherwise)."""
     climbed = []
     for name in rungs_for(backend, str(device or "cpu")):
         try:
             check_source(source, backend=Backend.named(name), device=device, iters=iters)
         except EquivalenceError as error:
             climbed.append(Rung(name, difference=error.difference))
-            if stop_at_first:
+            if stop_at_first and _shows(error.difference, like):
                 break
         except InvalidProgram as invalid:
             # Eager's side became invalid at some iteration before this rung
@@ -87,10 +92,15 @@ def climb(
     return climbed
 
 
-def first_diverging(rungs: list[Rung]) -> tuple[str | None, bool]:
-    """The first rung that diverges (``None``: only the backend under test does), and
-    whether the failure is specific to the CUDA-graph path."""
+def first_diverging(rungs: list[Rung], like: Difference | None = None) -> tuple[str | None, bool]:
+    """The first rung that diverges (``like`` a failure: with its symptom; ``None``: only
+    the backend under test does), and whether the failure is specific to the CUDA-graph path."""
     for rung in rungs:
-        if rung.diverges:
+        if rung.difference is not None and _shows(rung.difference, like):
             return rung.name, rung.name in CUDAGRAPH_RUNGS
     return None, False
+
+
+def _shows(difference: Difference, like: Difference | None) -> bool:
+    """A rung's difference is the failure being located (any, when none is given)."""
+    return like is None or difference.symptom == like.symptom

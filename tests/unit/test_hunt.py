@@ -77,7 +77,7 @@ def make_hunt(
 ) -> tuple[Hunt, Recorder]:
     recorder = Recorder()
 
-    def layer_of(case: Case) -> str | None:
+    def layer_of(case: Case, difference: Difference) -> str | None:
         if layers is not None:
             layers.append(case.source)
         return None

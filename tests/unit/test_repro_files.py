@@ -173,6 +173,68 @@ def test_layer_ladder_names_the_first_diverging_rung(tmp_path: Path) -> None:
     assert repro.path is not None and repro.path.endswith("-aot_eager.py")
 
 
+# Two bugs on two rungs (found by a 60-minute campaign): aot_eager loses the
+# module parameter's grad (grad-grad-presence); cudagraphs' partitioner moves
+# the unused bernoulli into backward, which then finds v0 written in place and
+# raises. The crash is cudagraphs', though a lower rung differs otherwise.
+TWO_BUGS_TWO_RUNGS = """
+import torch
+
+
+class Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.full((1,), 0.5))
+        self.register_buffer("calls", torch.zeros(()))
+
+    def forward(self, x):
+        self.calls.add_(1)
+        return x * self.weight + self.calls
+
+
+def stage0(a0, m1):
+    v0 = m1(a0)
+    v1 = torch.bernoulli(torch.full_like(v0, 0.5))
+    return (v0,)
+
+
+def stage1(a0, m1, v0):
+    v3 = a0 + 2
+    v0.add_(2)
+    return (v3,)
+
+
+def program(a0, m1):
+    (v0,) = stage0(a0, m1)
+    return stage1(a0, m1, v0)
+
+
+def inputs(k):
+    a0 = torch.full((1,), 0.25)
+    a0.requires_grad_(True)
+    return (a0, Counter())
+
+
+COMPILE = ("stage0", "stage1")
+"""
+
+
+def test_the_ladder_names_the_first_rung_that_shows_the_failure_not_another(
+    tmp_path: Path,
+) -> None:
+    from pytest_cgraph.oracle.ladder import climb
+
+    failure = failing(TWO_BUGS_TWO_RUNGS, "cudagraphs")
+    assert failure.signature.startswith("crash-compiled_backward-RuntimeError-one_of_the_")
+    rungs = climb(TWO_BUGS_TWO_RUNGS, "cudagraphs", None, 5, stop_at_first=False)
+    signatures = [rung.difference.signature if rung.difference else None for rung in rungs]
+    assert signatures == [None, "grad-grad-presence", failure.signature]
+    repro = make_repro(failure, tmp_path).repro
+    assert repro is not None and repro.verified
+    assert repro.layer == "cudagraphs" and repro.cudagraph_specific
+    assert repro.path is not None and repro.path.endswith("-cudagraphs.py")
+
+
 # Iteration 1 differs from aot_eager up (torch 2.13 calls the hook of a
 # tensor off the output's backward path with None); the input detached in
 # place makes eager's own iteration 2 invalid, which Dynamo's eager rung
