@@ -36,6 +36,7 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pytest_cgraph.oracle.difference import Difference
 from pytest_cgraph.repro_files import (
@@ -73,6 +74,20 @@ class KnownBug:
     def claims(self, ops: frozenset[str]) -> bool:
         """Whether a failing program calling ``ops`` may be this bug."""
         return self.ops <= ops
+
+    def to_json(self) -> dict[str, Any]:
+        """Builtins only: an entry travels to xdist workers that cannot read its file."""
+        return {
+            "signature": self.signature,
+            "layer": self.layer,
+            "path": str(self.path),
+            "ops": sorted(self.ops),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> KnownBug:
+        """The inverse of :meth:`to_json`."""
+        return cls(data["signature"], data["layer"], Path(data["path"]), frozenset(data["ops"]))
 
 
 def is_repro_file(path: Path) -> bool:
@@ -257,6 +272,11 @@ class Registry:
                     if (entry := read_entry(path)) is not None
                 )
         return cls(entries)
+
+    def joined(self, entries: Iterable[KnownBug]) -> Registry:
+        """This registry and ``entries`` after it, less those whose file it has already."""
+        have = {entry.path.resolve() for entry in self.entries()}
+        return Registry([*self.entries(), *(e for e in entries if e.path.resolve() not in have)])
 
     def __len__(self) -> int:
         return sum(len(entries) for entries in self._entries.values())

@@ -7,12 +7,13 @@ cleanup is registered with the session where it is made.
 from __future__ import annotations
 
 import importlib.util
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_cgraph.options import OPTIONS_KEY, worker_device
-from pytest_cgraph.registry import Registry, baseline_dir
+from pytest_cgraph.registry import KnownBug, Registry, baseline_dir
 from pytest_cgraph.stats import RunStats
 
 if TYPE_CHECKING:
@@ -73,8 +74,30 @@ def registry(config: pytest.Config) -> Registry:
     Read once per process, at the first item that needs it.
     """
     if _REGISTRY_KEY not in config.stash:
-        config.stash[_REGISTRY_KEY] = Registry.load(registry_dirs(config))
+        registry = Registry.load(registry_dirs(config))
+        sent = getattr(config, "workerinput", {}).get(KNOWN_INPUT, [])
+        if sent:  # the controller's own registries, which a worker on another host cannot read
+            registry = registry.joined(KnownBug.from_json(entry) for entry in sent)
+        config.stash[_REGISTRY_KEY] = registry
     return config.stash[_REGISTRY_KEY]
+
+
+#: The ``workerinput`` key of the entries the controller sends (:func:`shared_entries`).
+KNOWN_INPUT = "cgraph_known"
+
+
+def shared_entries(config: pytest.Config) -> list[dict[str, Any]]:
+    """On the controller: the entries of ``--cgraph-known`` dirs and the repro dir, as
+    builtins for a worker's ``workerinput``.
+
+    A worker reads the baseline of its own torch, but the other registries are
+    files on the controller's host: a worker in a directory (or on a host) of
+    its own would count an earlier run's findings as new again.
+    """
+    options = config.stash[OPTIONS_KEY]
+    directories = [Path(directory).resolve() for directory in options.known_dirs]
+    local = Registry.load([*directories, Path(options.repro_dir).resolve()])
+    return [entry.to_json() for entry in local.entries()]
 
 
 def registry_dirs(config: pytest.Config) -> list:

@@ -108,6 +108,14 @@ def test_a_pool_in_directories_of_its_own_finds_and_writes_what_one_process_does
         assert header_value(ours, SIZE) == header_value(theirs, SIZE)
     for worker in workers:
         assert not (worker / "cgraph-repros").exists() and not (worker / "r.json").exists()
+    # Run again: the workers cannot read the controller's repro dir, but its
+    # entries travel with them, so what the first run found is known, not new.
+    # (A program of a broad signature that lacks an entry's ops is still new.)
+    again = _run(controller, "--dist=load", *(f"--tx=popen//chdir={worker}" for worker in workers))
+    rerun = json.loads((controller / "r.json").read_text())
+    known = {hit["signature"] for hit in rerun["known"]}
+    assert known and known <= set(signatures), again.stdout[-3000:]
+    assert all(hit["repro"].startswith(str(controller)) for hit in rerun["known"])
 
 
 FAST_SNAPSHOTS = """
