@@ -217,6 +217,8 @@ def _serve(connection: Connection, setup_modules: tuple[str, ...], dump_path: st
         except EOFError:
             return
         try:
+            for module in case.setup_modules:  # a shared child: each case registers its backend
+                importlib.import_module(module)
             outcome = check_case(case)
         except Exception as error:  # the harness itself: reported, not a program failure
             outcome = Outcome(Verdict.ERROR, reason=f"{type(error).__name__}: {error}")

@@ -98,7 +98,8 @@ INVALID_EVENT = "invalid program (eager raised)"
 #: How to make a new difference known, printed under its report.
 RECORD_HINT = (
     "to count it as known: save the program above as a file, then "
-    "`python -m pytest_cgraph.record FILE --backend {backend} --device {device} --into DIR` "
+    "`python -m pytest_cgraph.record FILE --backend {backend} --device {device}{imports} "
+    "--into DIR` "
     "and add DIR to CGRAPH_KNOWN"
 )
 
@@ -243,7 +244,9 @@ class NewDifference(AssertionError):
     """A drawn program differs from eager in a way no registry knows."""
 
     def __init__(self, failure: Failure) -> None:
-        hint = RECORD_HINT.format(backend=failure.case.backend, device=failure.case.device)
+        case = failure.case
+        imports = "".join(f" --import {module}" for module in case.setup_modules)
+        hint = RECORD_HINT.format(backend=case.backend, device=case.device, imports=imports)
         super().__init__(f"new difference {failure.signature}\n{failure.report()}\n\n{hint}")
         self.failure = failure
 

@@ -46,13 +46,15 @@ def record(
     iters: int | None,
     into: Path,
     origin: str,
+    setup_modules: tuple[str, ...] = (),
     checker: IsolatedChecker | None = None,
 ) -> Failure:
     """Check ``source`` and write its repro into ``into``; the failure, with its repro.
 
     The check runs in a child process (``checker``'s, or one of its own), so
     that a program that kills its process, a segfault in torch, is recorded
-    like any other difference instead of killing the command. Raises
+    like any other difference instead of killing the command; the child
+    imports ``setup_modules`` first (those that register ``backend``). Raises
     :class:`ValueError` if the program shows no difference (or eager rejects
     it): there is nothing to record.
     """
@@ -69,9 +71,11 @@ def record(
         iters=iterations,
         family="recorded",
         nodeid=origin,
-        replay=f"python -m pytest_cgraph.record {origin} --backend {backend}",
+        setup_modules=setup_modules,
+        replay=f"python -m pytest_cgraph.record {origin} --backend {backend}"
+        + "".join(f" --import {module}" for module in setup_modules),
     )
-    child = checker or IsolatedChecker((), timeout=None)
+    child = checker or IsolatedChecker(setup_modules, timeout=None)
     try:
         outcome = child.check(case)
     finally:
@@ -120,6 +124,7 @@ def _refresh_one(path: Path, checker: IsolatedChecker) -> str:
                 iters=None,
                 into=Path(scratch),
                 origin=path.name,
+                setup_modules=tuple(str(m) for m in settings.get("backend_modules") or ()),
                 checker=checker,
             )
         except (ValueError, ConfigurationError) as error:
@@ -172,6 +177,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--refresh", type=Path, help="re-record every repro of this directory")
     parser.add_argument("--backend", default="aot_eager", help="compile backend (aot_eager)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (cpu)")
+    parser.add_argument(
+        "--import",
+        dest="modules",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first: one that registers the backend (repeatable)",
+    )
     parser.add_argument("--iters", type=int, default=None, help="iterations (the file's ITERS)")
     parser.add_argument("--into", type=Path, help="the registry directory")
     parser.add_argument(
@@ -205,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
             iters=arguments.iters,
             into=arguments.into,
             origin=arguments.program.name,
+            setup_modules=tuple(arguments.modules),
         )
     except (ValueError, ConfigurationError) as error:
         print(f"error: {arguments.program}: {error}", file=sys.stderr)

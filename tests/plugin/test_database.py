@@ -278,7 +278,12 @@ def test_the_ini_keys_directory_is_the_ini_files_and_workers_get_it_resolved(
     assert str(database) == f"{pytester.path / '.cgraph-db'},ro:redis://ci:6379/0"
     node = SimpleNamespace(workerinput={})
     XdistHooks(config, 7).pytest_configure_node(node)
-    assert node.workerinput == {"cgraph_seed": 7, "cgraph_database": str(database)}
+    # (and the controller's registries: none here)
+    assert node.workerinput == {
+        "cgraph_seed": 7,
+        "cgraph_database": str(database),
+        "cgraph_known": [],
+    }
 
     given = pytester.parseconfigure(str(pytester.path), "--cgraph-database=db")
     assert str(given.stash[OPTIONS_KEY].database) == str(pytester.path / "tests" / "db")

@@ -117,6 +117,7 @@ def test_a_new_difference_fails_its_test_and_a_recorded_one_passes(
         iters=5,
         into=known,
         origin="mutating.py",
+        setup_modules=("cgraph_doubles.faults",),
     )
     assert recorded.repro is not None and recorded.repro.verified
     monkeypatch.setenv("CGRAPH_KNOWN", str(known))
@@ -138,7 +139,16 @@ def test_a_difference_is_known_only_by_its_signature_and_layer(tmp_path: Path) -
     assert message.startswith(f"new difference {judgement.failure.signature}\n")
     assert "def program(a0):\n    a0.add_(2)" in message
 
-    record(MUTATING, backend=backend, device="cpu", iters=5, into=tmp_path, origin="m.py")
+    faults = ("cgraph_doubles.faults",)
+    record(
+        MUTATING,
+        backend=backend,
+        device="cpu",
+        iters=5,
+        into=tmp_path,
+        origin="m.py",
+        setup_modules=faults,
+    )
     (entry,) = tmp_path.glob("*.toml")
     known = judge(MUTATING, backend=backend, baseline=False, known_dirs=(tmp_path,))
     assert known.failure is None and known.known is not None

@@ -116,3 +116,24 @@ def test_a_program_that_kills_its_process_is_recorded_by_its_crash_site(
     assert replay_file(entry.path) == (
         "REPRODUCED: python FILE killed by SIGSEGV in read_zero (torch/_read_zero.py)"
     )
+
+
+def test_a_backend_a_module_registers_is_recorded_with_import(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_cgraph.registry import recorded_settings
+
+    program = tmp_path / "adds.py"
+    program.write_text(
+        "import torch\n\n\ndef program(a0):\n    a0.add_(2)\n    return (a0 * 1,)\n\n\n"
+        "def inputs(k):\n    return (torch.zeros(2),)\n"
+    )
+    registry = tmp_path / "known"
+    backend = ["--backend", "faulty_lost_input_mutation", "--into", str(registry)]
+    # the check runs in a child, which knows the backend only once the module is imported
+    assert main([str(program), *backend]) == 1
+    assert "unknown backend 'faulty_lost_input_mutation'" in capsys.readouterr().err
+    assert main([str(program), *backend, "--import", "cgraph_doubles.faults"]) == 0
+    (entry,) = Registry.load([registry]).entries()
+    assert "cgraph_doubles.faults" in recorded_settings(entry.path)["backend_modules"]
+    assert "--import cgraph_doubles.faults" in entry.path.read_text()
