@@ -22,6 +22,7 @@ import json
 import os
 import re
 import signal
+import socket
 import tempfile
 import threading
 import time
@@ -42,7 +43,12 @@ HARD_LIMIT_GRACE = 10.0
 REPEAT_SECONDS = 1.0
 
 #: The name a record takes once a process has claimed it to report it.
-_CLAIMED = re.compile(r"\.claimed-(\d+)\.json$")
+_CLAIMED = re.compile(r"\.claimed-(?:(?P<host>\w+)-)?(?P<pid>\d+)\.json$")
+
+#: This host, as records name it: a pid means nothing on another host, so a
+#: record (or claim) is judged alive or dead only by a process of its own host
+#: (workers on several hosts may share one directory over a network filesystem).
+HOST = re.sub(r"\W", "_", socket.gethostname()) or "localhost"
 
 #: First line faulthandler writes when its watchdog fires.
 _WATCHDOG_HEADER = re.compile(r"^Timeout \(\d+:\d\d:\d\d\)!", re.MULTILINE)
@@ -124,7 +130,8 @@ class InFlight:
                 if attempt == 2:
                     raise
         with os.fdopen(handle, "w") as stream:
-            json.dump({"case": case.to_json(), "pid": pid or os.getpid()}, stream)
+            record = {"case": case.to_json(), "pid": pid or os.getpid(), "host": HOST}
+            json.dump(record, stream)
         os.replace(temporary, self.path)
         if case.timeout:
             if self._stacks is None:
@@ -169,6 +176,7 @@ class DeadProgram:
     timed_out: bool
     stacks: str
     record: Path
+    host: str = HOST
 
     def failure(self, cause: str) -> Failure:
         """The program as a failure: a hang if the watchdog ended it, else a death;
@@ -188,13 +196,15 @@ def read_dead_program(record: Path) -> DeadProgram | None:
     try:
         data = json.loads(record.read_text())
         case, pid = Case.from_json(data["case"]), int(data["pid"])
+        host = str(data.get("host", HOST))  # a record of an older version: this host's
     except (OSError, ValueError, TypeError, KeyError):
         return None
     try:
         stacks = record.with_suffix(".stacks").read_text(errors="replace")
     except OSError:
         stacks = ""
-    return DeadProgram(case, pid, bool(_WATCHDOG_HEADER.search(stacks)), stacks, record)
+    timed_out = bool(_WATCHDOG_HEADER.search(stacks))
+    return DeadProgram(case, pid, timed_out, stacks, record, host)
 
 
 def stale_records(repro_dir: Path) -> list[Path]:
@@ -205,10 +215,10 @@ def stale_records(repro_dir: Path) -> list[Path]:
     stale = []
     for record in sorted(directory.glob("*.json")):
         claimer = _CLAIMED.search(record.name)
-        if claimer is not None and _alive(int(claimer.group(1))):
+        if claimer is not None and _alive(int(claimer["pid"]), claimer["host"] or HOST):
             continue  # being reported by the live process that claimed it
         dead = read_dead_program(record)
-        if dead is None or not _alive(dead.pid):
+        if dead is None or not _alive(dead.pid, dead.host):
             stale.append(record)
     return stale
 
@@ -222,7 +232,7 @@ def claim_stale_records(repro_dir: Path) -> list[DeadProgram]:
     """
     claimed = []
     for record in stale_records(repro_dir):
-        mine = record.with_name(f"{record.stem}.claimed-{os.getpid()}.json")
+        mine = record.with_name(f"{record.stem}.claimed-{HOST}-{os.getpid()}.json")
         try:
             os.replace(record, mine)
         except OSError:
@@ -239,7 +249,11 @@ def claim_stale_records(repro_dir: Path) -> list[DeadProgram]:
     return claimed
 
 
-def _alive(pid: int) -> bool:
+def _alive(pid: int, host: str = HOST) -> bool:
+    """Whether process ``pid`` of ``host`` runs; one of another host counts as alive
+    (it cannot be told from here, and its own host's processes will judge it)."""
+    if host != HOST:
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -83,6 +83,15 @@ def test_records_of_dead_processes_are_stale_and_the_watchdog_header_means_timeo
     assert stale_records(tmp_path) == [inflight.path]
     dead = read_dead_program(inflight.path)
     assert dead is not None and dead.timed_out
+    # The same dead pid on another host (a directory shared over the network)
+    # says nothing here: that host's own processes will judge it.
+    inflight.path.write_text(json.dumps({**record, "pid": gone.pid, "host": "elsewhere"}))
+    assert stale_records(tmp_path) == []
+    claimed = inflight.path.with_name(f"{inflight.path.stem}.claimed-elsewhere-{gone.pid}.json")
+    inflight.path.replace(claimed)
+    claimed.write_text(json.dumps({**record, "pid": gone.pid}))
+    assert stale_records(tmp_path) == []  # its claimer, on another host, may be alive
+    claimed.replace(inflight.path)
     inflight.path.write_text("{not json")
     assert read_dead_program(inflight.path) is None  # a torn record is skipped, not fatal
 
