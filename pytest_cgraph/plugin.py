@@ -303,6 +303,8 @@ class LiveReports:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
+        #: Snapshot reports the terminal reporter has kept since the last one.
+        self._shown: list[pytest.TestReport] = []
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -315,6 +317,8 @@ class LiveReports:
         snapshot = report.__dict__.pop(SNAPSHOT_KEY, None)
         if snapshot is not None:
             live.receive(report.nodeid, worker, snapshot["stats"], rss=snapshot["rss_mb"])
+            self._forget_shown()
+            self._shown.append(report)  # the terminal reporter keeps it after this hook
         from pytest_cgraph.crashes import DEAD_KEY, receive_dead_programs
 
         dead = report.__dict__.pop(DEAD_KEY, None)
@@ -327,6 +331,16 @@ class LiveReports:
         updated = live.receive(report.nodeid, worker, data, rss=rss, final=True)
         report.__dict__[REPORT_KEY] = updated
         _rewrite_repro_lines(report, data["failures"], updated["failures"])
+
+    def _forget_shown(self) -> None:
+        """Drop earlier snapshot reports from the terminal reporter's statistics: it keeps
+        every report it sees, and a day-long run sends one per item every 10 s."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        kept = getattr(reporter, "stats", {}).get("")  # passed setups: no category
+        if kept and self._shown:
+            shown = {id(report) for report in self._shown}
+            kept[:] = [report for report in kept if id(report) not in shown]
+        self._shown.clear()
 
 
 def _rewrite_repro_lines(

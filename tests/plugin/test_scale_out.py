@@ -127,6 +127,37 @@ pytest_cgraph.live.SAMPLE_SECONDS = 0.0
 """
 
 
+COUNT_SETUP_REPORTS = """
+SEEN = []
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "setup" and report.passed:
+        SEEN.append(report.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter):
+    kept = len(terminalreporter.stats.get("", []))
+    terminalreporter.write_line(f"passed setups seen {len(SEEN)}, kept {kept}")
+"""
+
+
+# Deep: a 12-second campaign under xdist.
+@pytest.mark.deep
+def test_snapshot_reports_do_not_pile_up_on_the_controller(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(FAST_SNAPSHOTS + COUNT_SETUP_REPORTS)
+    result = pytester.runpytest_subprocess(
+        "--cgraph", "-p", "no:cacheprovider", "--cgraph-backend=aot_eager",
+        "--cgraph-families=views", "--cgraph-duration=12s", "-n", "1",
+    )  # fmt: skip
+    line = next(line for line in result.outlines if line.startswith("passed setups seen"))
+    seen, kept = (int(word.strip(",")) for word in line.split()[3::2])
+    # a snapshot after each program 0.2 s after the last, each a passed setup report:
+    # one kept at most,
+    # beside the item's own setup report (and its teardown's)
+    assert seen >= 5 and kept <= 3, line
+
+
 def test_a_controller_killed_mid_run_leaves_a_valid_report(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(FAST_SNAPSHOTS)
     report = pytester.path / "r.json"
