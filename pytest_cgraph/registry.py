@@ -197,7 +197,9 @@ def recorded_settings(path: Path) -> dict[str, object]:
 
 def program_ops(source: str) -> frozenset[str]:
     """The names of what ``program`` calls: ``a0.squeeze_(0)`` gives ``squeeze_``,
-    ``torch.nn.functional.dropout(...)`` gives ``dropout``.
+    ``torch.nn.functional.dropout(...)`` gives ``dropout``; its subscripts give
+    pseudo-ops (``a0[::2]``: ``[:]``, ``a0[0]``: ``[i]``, ``a0[mask]``: ``[t]``,
+    ``a0[i] = v``: ``[]=``).
 
     A known bug's minimal program calls only what the bug needs; a program
     that fails the same way but lacks one of those calls is another bug.
@@ -232,9 +234,37 @@ def program_ops(source: str) -> frozenset[str]:
                     ops.add(node.func.attr)
                 elif isinstance(node.func, ast.Name) and node.func.id not in _BUILTIN_CALLS:
                     ops.add(node.func.id)
+            elif isinstance(node, ast.Subscript):
+                ops.add(_subscript_op(node))
     # Compiling in stages splits the graph where the program says so, which
     # is a cause of its own: the pseudo-op says the program was staged.
     return frozenset((ops - stages) | ({STAGED} if stages else set()))
+
+
+def _subscript_op(node: ast.Subscript) -> str:
+    """A subscript as a pseudo-op: indexing is an op too (a slice is a view, an
+    integer a select, a tensor index a gather or a data-dependent shape, an
+    assignment ``index_put_``), and a bug its minimal program reaches through
+    one is another bug than the same signature reached without."""
+    if isinstance(node.ctx, ast.Store):
+        return "[]="
+    parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    if any(isinstance(part, ast.Slice) or _is_view_constant(part) for part in parts):
+        return "[:]"
+    if all(_is_int_constant(part) for part in parts):
+        return "[i]"
+    return "[t]"
+
+
+def _is_view_constant(node: ast.expr) -> bool:
+    """``...`` or ``None`` in an index: a view, as a slice is."""
+    return isinstance(node, ast.Constant) and (node.value is Ellipsis or node.value is None)
+
+
+def _is_int_constant(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and isinstance(node.value, int)
 
 
 #: What :func:`program_ops` adds for a program compiled in stages (``COMPILE``).

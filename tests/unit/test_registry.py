@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
 from pytest_cgraph.registry import Registry, program_ops, read_entry
 from pytest_cgraph.repro_files import BASE_SIGNATURE, LAYER, MARKER_LINE
@@ -90,6 +92,25 @@ def test_a_program_s_ops_are_its_calls_inside_program_only() -> None:
     assert program_ops("def program(:\n") == frozenset()
 
 
+@pytest.mark.parametrize(
+    ("statement", "op"),
+    [
+        ("v = a0[::2]", "[:]"),
+        ("v = a0[..., 1]", "[:]"),
+        ("v = a0[None]", "[:]"),
+        ("v = a0[0, -1]", "[i]"),
+        ("v = a0[a0 > 0]", "[t]"),
+        ("v = a0[torch.tensor([0, 0])]", "[t]"),
+        ("a0[a0 > 0] = 0.5", "[]="),
+        ("a0[0] += 1", "[]="),
+    ],
+)
+def test_a_subscript_is_an_op_of_its_kind(statement: str, op: str) -> None:
+    # so an entry reached through a mask or a slice claims no program without one
+    ops = program_ops(f"def program(a0):\n    {statement}\n    return (a0,)\n")
+    assert op in ops and not ({"[:]", "[i]", "[t]", "[]="} - {op}) & ops, ops
+
+
 def test_an_entry_that_declares_no_ops_claims_every_program_of_its_signature(
     tmp_path: Path,
 ) -> None:
@@ -100,13 +121,14 @@ def test_an_entry_that_declares_no_ops_claims_every_program_of_its_signature(
     )
     declared = read_entry(baseline / name)
     assert declared is not None and declared.ops == frozenset()
-    # The same entry without its ``ops`` line claims only programs calling contiguous.
+    # The same entry without its ``ops`` line claims only programs calling contiguous
+    # on a slice.
     undeclared = tmp_path / name
     undeclared.write_text(
         "\n".join(line for line in (baseline / name).read_text().splitlines() if line != "ops = []")
     )
     narrow = read_entry(undeclared)
-    assert narrow is not None and narrow.ops == frozenset({"contiguous"})
+    assert narrow is not None and narrow.ops == frozenset({"contiguous", "[:]"})
     flatten_program = frozenset({"view", "flatten"})
     assert declared.claims(flatten_program) and not narrow.claims(flatten_program)
 
