@@ -139,7 +139,7 @@ class Difference:
         if self.facet:
             parts.append(self.facet)
         if self.exception_type:
-            parts.append(self.exception_type)
+            parts.append(_unwrapped(self.exception_type))
         if self.message and self.kind is not Kind.TIMEOUT:
             parts.append(message_key(self.message))
         return "-".join(filter(None, (_slug(part) for part in parts)))
@@ -217,6 +217,17 @@ class Difference:
         )
 
 
+#: The wrapper torch puts around an error raised while the backend compiles.
+#: The same check raises it bare when it fires at run time instead (a graph
+#: compiled at call 1, the check at call 2): one bug, so signatures drop it.
+_COMPILE_WRAPPER = "BackendCompilerFailed."
+
+
+def _unwrapped(exception_type: str) -> str:
+    """``BackendCompilerFailed.RuntimeError`` -> ``RuntimeError``; other types as they are."""
+    return exception_type.removeprefix(_COMPILE_WRAPPER) or exception_type
+
+
 def first_line(text: str) -> str:
     """The first non-blank line of ``text``."""
     for line in text.strip().splitlines():
@@ -250,6 +261,11 @@ _ERROR_REPR = re.compile(r"^(\w+)\((['\"])(.*)\2\)$")
 
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+# A tensor's legacy type name: its dtype and device, not the bug
+# ("[torch.FloatTensor [1]]", "[CPUBFloat16Type [2, 3]]", "torch.cuda.HalfTensor").
+_TENSOR_TYPE = re.compile(
+    r"\b(?:torch\.(?:cuda\.)?[A-Za-z0-9]+Tensor|(?:CPU|CUDA)[A-Za-z0-9]+Type)\b"
+)
 _QUOTED = re.compile(r"(?<![A-Za-z0-9])(['\"`])[^'\"`]*?\1")
 _SIZE = re.compile(r"torch\.Size\(\[[^\]]*\]\)")
 # A shape or size list, the empty one (a 0-dim tensor's ``()``) included;
@@ -262,11 +278,12 @@ _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 def normalised_message(message: str) -> str:
     """An exception's first line with what varies between programs blanked.
 
-    Addresses become ``ADDR``, quoted text ``Q``, shapes and sizes
-    ``SHAPE``, numbered names (``primals_1``, ``buf0``, ``v3``) ``NAME``,
-    other numbers ``N``.
+    Tensor type names (``torch.FloatTensor``) become ``TENSOR``, addresses
+    ``ADDR``, quoted text ``Q``, shapes and sizes ``SHAPE``, numbered names
+    (``primals_1``, ``buf0``, ``v3``) ``NAME``, other numbers ``N``.
     """
     text = bug_line(message)
+    text = _TENSOR_TYPE.sub("TENSOR", text)
     text = _ADDRESS.sub("ADDR", text)
     text = _QUOTED.sub("Q", text)
     text = _SIZE.sub("SHAPE", text)

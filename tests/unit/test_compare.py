@@ -208,6 +208,24 @@ def test_a_compiler_wrapper_is_named_with_what_it_wraps() -> None:
     assert wrapped.exception_type == "BackendCompilerFailed.RuntimeError"
     assert wrapped.message == str(inner)
     assert wrapped.headline().endswith(f"BackendCompilerFailed.RuntimeError: {inner}")
+    # One check, raised while the backend compiles or bare at run time: one bug.
+    bare = crash_difference(inner, "", 2, "call")
+    assert wrapped.signature == bare.signature
+    assert wrapped.signature.startswith("crash-compiled_call-RuntimeError-more_than_one_")
+
+
+def test_a_tensor_type_name_is_a_dtype_not_a_bug() -> None:
+    def crashed(message: str) -> str:
+        return crash_difference(RuntimeError(message), "", 1, "backward").signature
+
+    version = "one of the variables needed for gradient computation has been modified by an "
+    version += "inplace operation: [{}], which is output 0 of Mul, is at version 1"
+    signatures = {
+        crashed(version.format(name))
+        for name in ("torch.FloatTensor [1]", "torch.DoubleTensor [2, 3]", "CPUBFloat16Type [1]")
+    }
+    assert len(signatures) == 1
+    assert crashed(version.replace("Mul", "Relu").format("torch.FloatTensor [1]")) not in signatures
 
 
 def test_a_difference_survives_json() -> None:
