@@ -1,23 +1,41 @@
-"""Soak: check thousands of programs in one process and print its memory as it goes.
+"""Soak: thousands of programs in one process, and whose memory grows: torch's or the harness's.
 
     python benchmarks/soak.py [--programs 2000] [--backend cudagraphs] [--seed 0] [--isolate]
 
-Programs are drawn up front (all families, fixed seed), then checked one
-after another exactly as a campaign checks them (``check_source``: compile,
-run eager and compiled, compare, reset). RSS is read from /proc after 100
-programs and at every 250 after, so that growth from compile caches,
-CUDA-graph trees or kept references shows as a rising line.
+Programs are drawn up front (all families, fixed seed) and written to a
+file. Then two fresh processes go through exactly those sources, at once:
+
+- ``bare``: the lean bare loop of ``throughput.py`` (compile, ITERS calls
+  with backward, ``torch._dynamo.reset``), without the harness: what torch
+  itself keeps per compile (the class of pytorch/pytorch#174468);
+- ``check``: ``pytest_cgraph.runner.check_source`` on each, as a campaign
+  checks them (eager beside compiled, clones, snapshots, comparisons);
+  with ``--isolate``, in ``--cgraph-isolate``'s recycled child, counting
+  the child's memory with this process's.
+
+Each prints its RSS after 100 programs and at every 250 after. The
+harness's own growth is the check's growth minus the bare loop's over the
+same programs, both from program 100 on (imports and first compiles are
+done by then).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+#: The harness's own growth per 2,000 programs this project allows (issue target).
+OWN_GROWTH_TARGET_MB = 10.0
 
 
 def rss_mb(pid: int | None = None) -> float:
@@ -32,18 +50,8 @@ def rss_mb(pid: int | None = None) -> float:
     return 0.0
 
 
-def soak(
-    count: int, backend: str, seed: int, isolate: bool, report_every: int = 250
-) -> dict[int, float]:
-    """Check ``count`` programs; RSS in MB after 100 and every ``report_every`` programs.
-
-    With ``isolate``, programs go to ``--cgraph-isolate``'s child process and
-    the reading is this process's RSS plus the child's.
-    """
-    from pytest_cgraph.checkers import IsolatedChecker
-    from pytest_cgraph.errors import EquivalenceError, InvalidProgram
-    from pytest_cgraph.guard import InFlightProgram
-    from pytest_cgraph.runner import check_source
+def draw_sources(count: int, seed: int) -> list[str]:
+    """``count`` program sources over every family, in a fixed order."""
     from pytest_cgraph.strategies import FAMILIES
     from pytest_cgraph.strategies.generate import draw_programs
 
@@ -52,35 +60,98 @@ def soak(
         batch = draw_programs(min(count - len(sources), 500), families=FAMILIES, seed=seed)
         sources.extend(program.render() for program in batch)
         seed += 1
+    return sources[:count]
+
+
+def bare_runner(backend: str):  # noqa: ANN201 (a closure over torch, imported here)
+    """One source through the lean bare loop: what the harness compiles and calls, alone."""
+    import warnings
+
+    import torch
+    import torch._dynamo.guards
+    import torch.utils._pytree as pytree
+
+    from pytest_cgraph.oracle.compiling import drop_idle_trace_handler
+    from pytest_cgraph.oracle.protocol import ProgramSpec
+
+    warnings.simplefilter("ignore")
+    drop_idle_trace_handler()
+    torch._dynamo.guards.profile_guard_manager = lambda *args, **kwargs: 0.0
+
+    def run(source: str) -> str:
+        namespace: dict = {"__name__": "bare"}
+        try:
+            exec(compile(source, "<bare>", "exec"), namespace)
+            spec = ProgramSpec.of(namespace)
+            compiled = torch.compile(spec.program, backend=backend)
+            args = spec.inputs(1)
+            for k in range(1, spec.iters + 1):
+                if spec.fresh_inputs:
+                    args = spec.inputs(k)
+                torch.manual_seed(k)
+                outs = pytree.tree_leaves(compiled(*args))
+                roots = [
+                    out
+                    for out in outs
+                    if isinstance(out, torch.Tensor)
+                    and out.requires_grad
+                    and out.dtype.is_floating_point
+                ]
+                if roots:
+                    torch.autograd.backward(torch.stack([o.sum().double() for o in roots]).sum())
+            return "pass"
+        except Exception:
+            return "error"
+        finally:
+            torch._dynamo.reset()
+
+    return run
+
+
+def check_runner(backend: str, isolate: bool):  # noqa: ANN201
+    """One source through ``check_source`` (or the isolated child): the harness's check."""
+    from pytest_cgraph.checkers import IsolatedChecker
+    from pytest_cgraph.errors import EquivalenceError, InvalidProgram
+    from pytest_cgraph.failures import Case
+    from pytest_cgraph.runner import check_source
+
     isolated = IsolatedChecker((), timeout=120.0) if isolate else None
 
-    def memory() -> float:
-        child = isolated.child_pid if isolated is not None else None
-        return rss_mb() + (rss_mb(child) if child else 0.0)
-
-    readings: dict[int, float] = {0: memory()}
-    verdicts = {"pass": 0, "fail": 0, "invalid": 0}
-    started = time.perf_counter()
-    print(f"{'programs':>8} {'RSS MB':>8} {'seconds':>8}", flush=True)
-    for number, source in enumerate(sources[:count], start=1):
+    def run(source: str) -> str:
         if isolated is not None:
-            record = InFlightProgram("soak", "all", source, backend, "cpu", 5, 120.0, (), 0)
-            verdict = isolated.check(source, backend, "cpu", 5, record).verdict
-            verdicts[verdict] = verdicts.get(verdict, 0) + 1
-        else:
-            try:
-                check_source(source, backend=backend, device="cpu")
-                verdicts["pass"] += 1
-            except EquivalenceError:
-                verdicts["fail"] += 1
-            except InvalidProgram:
-                verdicts["invalid"] += 1
-        if number == 100 or number % report_every == 0 or number == count:
-            readings[number] = memory()
-            seconds = time.perf_counter() - started
-            print(f"{number:>8} {readings[number]:>8.1f} {seconds:>8.1f}", flush=True)
-    print(f"verdicts: {verdicts}")
-    return readings
+            return str(isolated.check(Case(source, backend, "cpu", 5)).verdict)
+        try:
+            check_source(source, backend=backend, device="cpu")
+        except EquivalenceError:
+            return "fail"
+        except InvalidProgram:
+            return "invalid"
+        return "pass"
+
+    def child() -> int | None:
+        return isolated.child_pid if isolated is not None else None
+
+    return run, child
+
+
+def soak_one(kind: str, sources: list[str], backend: str, isolate: bool) -> None:
+    """The ``--worker`` side: go through ``sources``, print one JSON line per reading."""
+    child = None
+    if kind == "bare":
+        run = bare_runner(backend)
+    else:
+        run, child = check_runner(backend, isolate)
+    verdicts: dict[str, int] = {}
+    started = time.perf_counter()
+    for number, source in enumerate(sources, start=1):
+        verdict = run(source)
+        verdicts[verdict] = verdicts.get(verdict, 0) + 1
+        if number == 100 or number % 250 == 0 or number == len(sources):
+            pid = child() if child is not None else None
+            memory = rss_mb() + (rss_mb(pid) if pid else 0.0)
+            reading = {"programs": number, "rss_mb": memory}
+            print(json.dumps({**reading, "seconds": time.perf_counter() - started}), flush=True)
+    print(json.dumps({"verdicts": verdicts}), flush=True)
 
 
 def main() -> None:
@@ -91,14 +162,63 @@ def main() -> None:
     parser.add_argument(
         "--isolate", action="store_true", help="check in --cgraph-isolate's recycled child"
     )
+    parser.add_argument("--worker", choices=("bare", "check"), help=argparse.SUPPRESS)
+    parser.add_argument("--sources", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    readings = soak(args.programs, args.backend, args.seed, args.isolate)
-    if 100 in readings and args.programs in readings:
-        growth = readings[args.programs] - readings[100]
-        print(
-            f"RSS after 100 programs: {readings[100]:.1f} MB; after {args.programs}: "
-            f"{readings[args.programs]:.1f} MB; growth {growth:+.1f} MB (target <= 100 MB)"
-        )
+    if args.worker is not None:
+        sources = json.loads(args.sources.read_text())
+        soak_one(args.worker, sources, args.backend, args.isolate)
+        return
+    import torch
+
+    print(
+        f"{time.strftime('%Y-%m-%d')} · {os.cpu_count()} cores · torch {torch.__version__} · "
+        f"backend {args.backend} · {args.programs} programs · seed {args.seed}"
+        + (" · checks in the isolated child" if args.isolate else ""),
+        flush=True,
+    )
+    with tempfile.TemporaryDirectory(prefix="cgraph-soak-") as scratch:
+        path = Path(scratch) / "sources.json"
+        path.write_text(json.dumps(draw_sources(args.programs, args.seed)))
+        common = ["--backend", args.backend, "--sources", str(path)]
+        if args.isolate:
+            common.append("--isolate")
+        runs = {
+            kind: subprocess.Popen(
+                [sys.executable, __file__, "--worker", kind, *common],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for kind in ("bare", "check")
+        }
+        lines = {kind: run.communicate()[0].splitlines() for kind, run in runs.items()}
+    readings = {
+        kind: {
+            row["programs"]: row
+            for row in (json.loads(line) for line in output if line.startswith("{"))
+            if "programs" in row
+        }
+        for kind, output in lines.items()
+    }
+    print(f"\n{'programs':>8} {'bare RSS MB':>12} {'check RSS MB':>13}")
+    for number in sorted(readings["check"]):
+        bare = readings["bare"].get(number, {}).get("rss_mb", float("nan"))
+        print(f"{number:>8} {bare:>12.1f} {readings['check'][number]['rss_mb']:>13.1f}")
+    last = args.programs
+    if 100 not in readings["check"] or last not in readings["check"]:
+        return
+    torch_growth = readings["bare"][last]["rss_mb"] - readings["bare"][100]["rss_mb"]
+    check_growth = readings["check"][last]["rss_mb"] - readings["check"][100]["rss_mb"]
+    own = check_growth - torch_growth
+    per_2000 = own * 2000 / max(last - 100, 1)
+    print(
+        f"\nRSS growth, programs 100 -> {last}: torch alone (bare loop) {torch_growth:+.1f} MB, "
+        f"with the harness {check_growth:+.1f} MB;\nthe harness's own {own:+.1f} MB "
+        f"({per_2000:+.1f} MB per 2,000 programs; target <= {OWN_GROWTH_TARGET_MB:g})"
+    )
+    for kind, output in lines.items():
+        verdicts = [json.loads(line)["verdicts"] for line in output if '"verdicts"' in line]
+        print(f"{kind}: {verdicts[0] if verdicts else 'no verdicts (did it die?)'}")
 
 
 if __name__ == "__main__":
