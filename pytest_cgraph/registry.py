@@ -236,6 +236,16 @@ def program_ops(source: str) -> frozenset[str]:
                     ops.add(node.func.id)
             elif isinstance(node, ast.Subscript):
                 ops.add(_subscript_op(node))
+    # How the inputs change between calls is a cause the program's calls cannot
+    # show: inputs built differently by call (aliased on odd calls only), or the
+    # outputs fed back as the next call's inputs (``advance``).
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        if node.name == "inputs" and any(isinstance(sub, ast.IfExp) for sub in ast.walk(node)):
+            ops.add(INPUTS_BY_CALL)
+        elif node.name == "advance":
+            ops.add(ADVANCED)
     # Compiling in stages splits the graph where the program says so, which
     # is a cause of its own: the pseudo-op says the program was staged.
     return frozenset((ops - stages) | ({STAGED} if stages else set()))
@@ -269,6 +279,10 @@ def _is_int_constant(node: ast.expr) -> bool:
 
 #: What :func:`program_ops` adds for a program compiled in stages (``COMPILE``).
 STAGED = "COMPILE"
+#: ... for ``inputs(k)`` that chooses by call (``a0[0:1] if k % 2 else ...``).
+INPUTS_BY_CALL = "INPUTS_BY_CALL"
+#: ... for a program whose outputs or state feed the next call (``advance``).
+ADVANCED = "ADVANCE"
 
 _BUILTIN_CALLS = frozenset({"range", "len", "tuple", "list", "float", "int", "bool", "isinstance"})
 

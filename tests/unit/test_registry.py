@@ -143,3 +143,14 @@ def test_a_staged_programs_ops_are_its_stages_calls_not_the_glue() -> None:
     # and the pseudo-op that says it is staged: an entry recorded from a
     # staged program claims staged programs only.
     assert program_ops(source) == frozenset({"mul_", "sin", "COMPILE"})
+
+
+def test_how_inputs_change_between_calls_is_an_op_too() -> None:
+    body = "def program(a0, a1):\n    a0.add_(1)\n    return (a1 * 1,)\n\n"
+    by_call = "def inputs(k):\n    a0 = torch.zeros(1)\n    return (a0, a0[0:1] if k % 2 else a0)\n"
+    fed_back = "def advance(k, args, outputs):\n    return (outputs[0], args[1])\n"
+    plain = "def inputs(k):\n    a0 = torch.zeros(1)\n    return (a0, a0[0:1])\n"
+    assert program_ops(body + by_call) == frozenset({"add_", "INPUTS_BY_CALL"})
+    assert program_ops(body + plain + fed_back) == frozenset({"add_", "ADVANCE"})
+    # the subscripts of inputs() are not the program's
+    assert program_ops(body + plain) == frozenset({"add_"})
