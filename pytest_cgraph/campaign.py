@@ -101,9 +101,7 @@ class CampaignItem(pytest.Item):
                 stats=stats,
                 strict=options.strict,
                 seed=self.item_seed,
-                # The family's key, not the item's: a shard's failure is replayed
-                # by every shard of the family and by an unsharded run alike.
-                database_key=f"cgraph::{self.family}".encode(),
+                database_key=self.nodeid.encode(),
                 database=(
                     "default" if options.database is None else build_database(options.database)
                 ),

@@ -151,21 +151,6 @@ def test_a_failure_saved_in_a_directory_is_replayed_first_by_another_run(
     replayed_first(second, report, {failure["signature"] for failure in found["failures"]})
 
 
-def test_a_failure_a_shard_saved_is_replayed_first_by_an_unsharded_run(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    shared = pytester.path / "shared-db"
-    first, found = campaign(
-        pytester, monkeypatch, "first", "--cgraph-seed=1", "--cgraph-examples=6",
-        "--cgraph-shards=2", f"--cgraph-database={shared}",
-    )  # fmt: skip
-    assert found["failures"], first.stdout.str()[-2000:]
-    second, report = campaign(
-        pytester, monkeypatch, "second", *ONE_PROGRAM, f"--cgraph-database={shared}"
-    )
-    replayed_first(second, report, {failure["signature"] for failure in found["failures"]})
-
-
 # Deep: the read-only test below saves into Redis and replays from it the same
 # way, through ro:, in the default suite.
 @pytest.mark.deep
