@@ -51,7 +51,7 @@ from pytest_cgraph.oracle.observe import (
     observed_arguments,
     snapshot,
 )
-from pytest_cgraph.oracle.protocol import PROGRAM, ProgramSpec, load_source
+from pytest_cgraph.oracle.protocol import PROGRAM, ProgramSpec, forget_source, load_source
 
 BackwardPolicy = Literal["auto"] | bool
 FreshArgs = Callable[[int], Sequence[Any]]
@@ -124,34 +124,39 @@ def check_source(
     source's own ``ITERS``, ``RTOL`` and ``ATOL``.
     """
     spec = ProgramSpec.of(load_source(source))
-    settings = CheckSettings(
-        backend=backend,
-        iters=iters if iters is not None else spec.iters,
-        device=device,
-        tolerance=Tolerance(
-            rtol if rtol is not None else spec.rtol, atol if atol is not None else spec.atol
-        ),
-        seed=seed,
-        compiled_autograd=spec.compiled_autograd,
-        grad_mode=spec.grad_mode,
-    )
-    compiled = None
-    if spec.compiled_names != (PROGRAM,):
-        # The compiled side's own copy of the source, with the named
-        # functions compiled: ``program`` is then Python glue calling them.
-        glue = load_source(source)
-        for name in spec.compiled_names:
-            glue[name] = backend.compile(glue[name])
-        compiled = glue[PROGRAM]
-    args = () if spec.fresh_inputs else tuple(spec.inputs(1))
-    return run_check(
-        spec.program,
-        args,
-        spec.inputs if spec.fresh_inputs else None,
-        settings,
-        spec.advance,
-        compiled=compiled,
-    )
+    try:
+        settings = CheckSettings(
+            backend=backend,
+            iters=iters if iters is not None else spec.iters,
+            device=device,
+            tolerance=Tolerance(
+                rtol if rtol is not None else spec.rtol, atol if atol is not None else spec.atol
+            ),
+            seed=seed,
+            compiled_autograd=spec.compiled_autograd,
+            grad_mode=spec.grad_mode,
+        )
+        compiled = None
+        if spec.compiled_names != (PROGRAM,):
+            # The compiled side's own copy of the source, with the named
+            # functions compiled: ``program`` is then Python glue calling them.
+            glue = load_source(source)
+            for name in spec.compiled_names:
+                glue[name] = backend.compile(glue[name])
+            compiled = glue[PROGRAM]
+        args = () if spec.fresh_inputs else tuple(spec.inputs(1))
+        return run_check(
+            spec.program,
+            args,
+            spec.inputs if spec.fresh_inputs else None,
+            settings,
+            spec.advance,
+            compiled=compiled,
+        )
+    finally:
+        # Registered for tracebacks while it runs; kept, 2,000 programs' lines
+        # would be ~3 MB that the harness alone holds on to.
+        forget_source(source)
 
 
 def run_check(

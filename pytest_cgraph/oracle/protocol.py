@@ -120,6 +120,11 @@ def source_filename(source: str) -> str:
     return f"<cgraph program {digest}>"
 
 
+def forget_source(source: str, filename: str | None = None) -> None:
+    """Drop what :func:`load_source` registered for tracebacks, once nothing will format one."""
+    linecache.cache.pop(filename or source_filename(source), None)
+
+
 def load_source(source: str, filename: str | None = None) -> dict[str, Any]:
     """Execute a program's source in a fresh namespace; register it so tracebacks show it."""
     filename = filename or source_filename(source)

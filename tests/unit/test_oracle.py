@@ -253,3 +253,16 @@ def test_cuda_without_cuda_is_one_line() -> None:
 def test_arguments_and_fresh_args_together_are_refused() -> None:
     with pytest.raises(ConfigurationError, match="not both"):
         check_equivalent(torch.sin, torch.randn(2), fresh_args=lambda k: (torch.randn(2),))
+
+
+def test_a_checked_program_leaves_nothing_in_linecache() -> None:
+    import linecache
+
+    from pytest_cgraph.oracle.protocol import source_filename
+    from pytest_cgraph.runner import check_source
+
+    source = "import torch\n\n\ndef program(a0):\n    return (a0 + 1,)\n\n\ndef inputs(k):\n"
+    source += "    return (torch.ones(2),)\n"
+    check_source(source, backend="aot_eager")
+    # registered for tracebacks while it ran; a long run's process keeps none of them
+    assert source_filename(source) not in linecache.cache
