@@ -205,7 +205,8 @@ def main() -> None:
         bare = readings["bare"].get(number, {}).get("rss_mb", float("nan"))
         print(f"{number:>8} {bare:>12.1f} {readings['check'][number]['rss_mb']:>13.1f}")
     last = args.programs
-    if 100 not in readings["check"] or last not in readings["check"]:
+    if any(100 not in rows or last not in rows for rows in readings.values()):
+        print("a run ended early (see its output above): no growth to compare")
         return
     torch_growth = readings["bare"][last]["rss_mb"] - readings["bare"][100]["rss_mb"]
     check_growth = readings["check"][last]["rss_mb"] - readings["check"][100]["rss_mb"]

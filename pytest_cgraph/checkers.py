@@ -13,7 +13,8 @@ child is forked from a forkserver that has imported torch
 once, so a new child costs a fork, not an ``import torch``. The child checks
 programs sent to it until one kills it (segfault, abort, ``os._exit``) or
 outlives the time limit, when it is killed; either way the program becomes
-a failure of this process, and the next program gets a fresh child.
+a failure of this process (an invalid program, if eager's own side killed
+it: its dump says which side died), and the next program gets a fresh child.
 """
 
 from __future__ import annotations
@@ -210,7 +211,10 @@ def _serve(connection: Connection, setup_modules: tuple[str, ...], dump_path: st
     """
     faulthandler.enable(open(dump_path, "w"), all_threads=False)  # noqa: SIM115 (for its life)
     for module in setup_modules:
-        importlib.import_module(module)
+        # One that cannot be imported is reported by the first check (below),
+        # as the harness's error; it must not end the child unexplained.
+        with contextlib.suppress(Exception):
+            importlib.import_module(module)
     while True:
         try:
             case = connection.recv()

@@ -6,7 +6,8 @@
 - :class:`Outcome`: what checking a case gave — a :class:`Verdict`, and the
   oracle's :class:`~pytest_cgraph.oracle.difference.Difference` when it failed;
   a hang and a dead process get theirs here (:func:`hang`, :func:`death`),
-  built from a time limit or an exit code, never from words.
+  built from a time limit, an exit code and the dying process's stack dump
+  (:func:`crash_site`), never from a message's words.
 - :class:`Failure`: a case and its difference, the one record carried
   unchanged through the campaign, marker, crash and repro paths; its
   :class:`ReproResult` is attached once the repro is written.
@@ -40,7 +41,7 @@ class Verdict(str, enum.Enum):
     """How checking one program ended."""
 
     PASS = "pass"
-    INVALID = "invalid"  # eager raised: no reference behaviour
+    INVALID = "invalid"  # eager raised (or killed its process): no reference behaviour
     FAIL = "fail"  # eager and compiled differ
     TIMEOUT = "timeout"  # the program ran past its time limit
     DIED = "died"  # the process checking it died
@@ -145,40 +146,63 @@ _DYING_THREAD = re.compile(r"^(?:Current thread [^\n]*|Stack) \(most recent call
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+ in (?P<function>\S+)$', re.M)
 
 #: torch's files that only pass a call on (an op's ``__call__``, a dispatch
-#: mode, Dynamo's frame wrapper): a crash under them happened in whatever they
-#: called, so the frame that names the bug is the next one in.
+#: mode, Dynamo's frame wrapper, a module's or an FX graph's ``__call__``): a
+#: crash under them happened in whatever they called, so the frame that names
+#: the bug is the next one in.
 _TRAMPOLINES = frozenset(
     {
         "torch/_ops.py",
         "torch/overrides.py",
         "torch/utils/_python_dispatch.py",
         "torch/_dynamo/eval_frame.py",
+        "torch/_compile.py",
+        "torch/nn/modules/module.py",
+        "torch/fx/graph_module.py",
+        "torch/fx/_lazy_graph_module.py",
     }
 )
-_STDLIB = re.compile(r"/lib/python3[^/]*/(?!(?:site|dist)-packages/)")
+_TRAMPOLINE_DIRS = ("torch/_dynamo/backends/",)
+_TRAMPOLINE_FUNCTIONS = frozenset({"__torch_dispatch__", "__torch_function__"})
+
+#: The site of a crash inside generated graph code (an FX graph's
+#: ``<eval_with_key>``, Inductor's compiled module): the op that crashed is in
+#: C++, out of the dump's sight, so the site says only that much.
+IN_A_GRAPH = "in a compiled graph"
 
 
 def crash_site(dump: str) -> str | None:
-    """Where a process died, from faulthandler's dump: ``in FUNCTION (FILE)``.
+    """Where a process died, from faulthandler's dump: ``in FUNCTION (torch/FILE)``.
 
-    The frame is the innermost of the thread that died that has a source
-    file and is neither one of torch's trampolines nor the standard library
-    (``ctypes`` is how a crash happens, not where its bug is); failing that,
-    the innermost with a source file. Line numbers are left out: they move
-    between torch builds, the function that crashed does not. ``None`` when
-    the dump shows no fatal error.
+    The frame is the innermost of torch's own source files in the thread
+    that died, past torch's trampolines; when generated graph code lies
+    inside it, the site is :data:`IN_A_GRAPH`. Only torch's files name a
+    site: another file's path differs between the run that found the crash
+    and the repro that replays it (the oracle is pasted into the repro;
+    Inductor's modules are named by hash), and line numbers move between
+    torch builds. ``None`` when the dump shows no fatal error or no site.
     """
-    frames = [frame for frame in _dying_frames(dump) if frame[0].endswith(".py")]
-    telling = [
-        frame
-        for frame in frames
-        if _short_path(frame[0]) not in _TRAMPOLINES and not _STDLIB.search(frame[0])
-    ]
-    chosen = (telling or frames or [None])[0]
-    if chosen is None:
-        return None
-    path, function = chosen
-    return f"in {function} ({_short_path(path)})"
+    for path, function in _dying_frames(dump):
+        if _is_generated_graph(path):
+            return IN_A_GRAPH
+        if not path.endswith(".py"):
+            continue  # other generated code ("<string>", "...py:codegen(...)")
+        short = _short_path(path)
+        if not short.startswith("torch/") or _is_trampoline(short, function):
+            continue
+        return f"in {function} ({short})"
+    return None
+
+
+def _is_generated_graph(path: str) -> bool:
+    return path.startswith("<eval_with_key>") or "/torchinductor_" in path
+
+
+def _is_trampoline(short_path: str, function: str) -> bool:
+    return (
+        short_path in _TRAMPOLINES
+        or short_path.startswith(_TRAMPOLINE_DIRS)
+        or function in _TRAMPOLINE_FUNCTIONS
+    )
 
 
 def died_in_eager(dump: str) -> bool:
@@ -205,7 +229,8 @@ def _dying_frames(dump: str) -> list[tuple[str, str]]:
 
 
 def _short_path(path: str) -> str:
-    """``.../site-packages/torch/_ops.py`` -> ``torch/_ops.py``; elsewhere the last two parts."""
+    """``.../site-packages/torch/_ops.py`` -> ``torch/_ops.py``; elsewhere the last two parts
+    (never a site: see :func:`crash_site`)."""
     parts = path.replace("\\", "/").split("/")
     if "torch" in parts:
         return "/".join(parts[len(parts) - 1 - parts[::-1].index("torch") :])

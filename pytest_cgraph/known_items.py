@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_cgraph import session
-from pytest_cgraph.registry import KnownBug
+from pytest_cgraph.registry import KnownBug, Registry
 
 
 class KnownBugFixed(AssertionError):
@@ -53,7 +53,10 @@ def known_items(session_: pytest.Session) -> list[KnownBugItem]:
     """One item per registry entry, in the registries' order (one per file)."""
     seen: set[Path] = set()
     items = []
-    for entry in session.registry(session_.config).entries():
+    # The registries this process reads, not the entries a controller sent a
+    # worker (its files may be on another host): every worker collects the same.
+    registry = Registry.load(session.registry_dirs(session_.config))
+    for entry in registry.entries():
         if entry.path in seen:
             continue
         seen.add(entry.path)

@@ -30,6 +30,7 @@ Torch-free: the plugin recognises repro files while collecting.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import re
 import sys
@@ -352,9 +353,15 @@ class Registry:
         ``layer_of`` is called (once) only when the layer decides it.
         """
         candidates = self._entries.get(difference.signature, [])
-        if not difference.message:
+        if difference.ends_process and difference.message:
+            # An entry of a dead process recorded without its site (an older
+            # version's) claims any site of its signal, narrowed by ops below.
+            siteless = dataclasses.replace(difference, message=None).signature
+            candidates = candidates + self._entries.get(siteless, [])
+        if not difference.message or difference.ends_process:
             # A crash's normalised message names its bug; any other signature
-            # is broad, and the program's operations narrow it.
+            # is broad, and the program's operations narrow it. So is a dead
+            # process's site: a crash in a compiled graph's C++ has no finer one.
             candidates = [entry for entry in candidates if entry.claims(ops)]
         if not candidates:
             return None

@@ -20,9 +20,9 @@ pytest_plugins = "pytester"
 
 TESTS = Path(__file__).resolve().parents[1]
 
-#: Where the segfaulting double dies (ctypes below it is how, not where).
-SEGFAULT_SITE = "in segfault (cgraph_doubles/killers.py)"
-SEGFAULT = death("", "SIGSEGV", SEGFAULT_SITE).signature
+#: The segfaulting double dies in a file of its own, no frame of torch's
+#: inside Dynamo's wrapper: a site names only torch's files, so it has none.
+SEGFAULT = death("", "SIGSEGV").signature
 
 PASSING = """
 def test_unrelated_work_still_runs():
@@ -65,7 +65,7 @@ def test_a_segfault_under_xdist_is_a_crash_with_its_program_saved(killers: pytes
     output = result.stdout.str()
     assert "crash of the process: the worker died" in output
     assert "program (mutation):" in output
-    assert f"python FILE killed by SIGSEGV {SEGFAULT_SITE}" in output
+    assert "python FILE killed by SIGSEGV" in output
     # named by the signal and the site the verifying run died of, as under --cgraph-isolate
     assert repros(killers) == [f"{SEGFAULT}.py"]
     saved = killers.path / "cgraph-repros" / f"{SEGFAULT}.py"
@@ -87,9 +87,8 @@ def test_a_segfault_without_xdist_is_contained_by_isolate(
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            f"*crash of the process: killed by SIGSEGV {SEGFAULT_SITE}*",
-            f"*repro (written): cgraph-repros/{SEGFAULT}.py -- python FILE killed by "
-            f"SIGSEGV {SEGFAULT_SITE}",
+            "*crash of the process: killed by SIGSEGV*",
+            f"*repro (written): cgraph-repros/{SEGFAULT}.py -- python FILE killed by SIGSEGV",
         ]
     )
 
@@ -195,8 +194,7 @@ def test_a_run_that_died_is_reported_by_the_next(killers: pytest.Pytester) -> No
     result.stdout.fnmatch_lines(
         [
             "*crash of the process: the previous run's process died*",
-            f"*repro (written): cgraph-repros/{SEGFAULT}.py -- python FILE killed by "
-            f"SIGSEGV {SEGFAULT_SITE}",
+            f"*repro (written): cgraph-repros/{SEGFAULT}.py -- python FILE killed by SIGSEGV",
         ]
     )
     assert not record.path.exists()

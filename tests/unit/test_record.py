@@ -133,6 +133,9 @@ def test_a_backend_a_module_registers_is_recorded_with_import(
     # the check runs in a child, which knows the backend only once the module is imported
     assert main([str(program), *backend]) == 1
     assert "unknown backend 'faulty_lost_input_mutation'" in capsys.readouterr().err
+    # a module that is not there is one line, not a dead child
+    assert main([str(program), *backend, "--import", "no_such_module_xyz"]) == 1
+    assert "No module named 'no_such_module_xyz'" in capsys.readouterr().err
     assert main([str(program), *backend, "--import", "cgraph_doubles.faults"]) == 0
     (entry,) = Registry.load([registry]).entries()
     assert "cgraph_doubles.faults" in recorded_settings(entry.path)["backend_modules"]

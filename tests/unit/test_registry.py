@@ -154,3 +154,24 @@ def test_how_inputs_change_between_calls_is_an_op_too() -> None:
     assert program_ops(body + plain + fed_back) == frozenset({"add_", "ADVANCE"})
     # the subscripts of inputs() are not the program's
     assert program_ops(body + plain) == frozenset({"add_"})
+
+
+def test_a_dead_process_is_known_by_its_site_and_its_programs_ops(tmp_path: Path) -> None:
+    from pytest_cgraph.failures import IN_A_GRAPH, death
+
+    program = "def program(a0):\n    return (a0.unbind(0)[0],)\n"
+    in_graph = death("killed by SIGSEGV", "SIGSEGV", IN_A_GRAPH)
+    repro(tmp_path, "in-graph", in_graph.signature, "none", program)
+    # an entry of an older version, recorded without a site
+    repro(tmp_path, "siteless", death("killed by SIGSEGV", "SIGSEGV").signature, "none", program)
+    registry = Registry.load([tmp_path])
+    ops = frozenset({"unbind", "[i]", "sin"})
+    first = registry.match(in_graph, lambda: None, ops)
+    assert first is not None and first.path.name == "in-graph.py"
+    # the same site reached by a program without the entry's calls: a new bug
+    assert registry.match(in_graph, lambda: None, frozenset({"sin"})) is None
+    # a site no entry names: only the siteless entry claims it, by its ops
+    elsewhere = death("killed by SIGSEGV", "SIGSEGV", "in gen_alias (torch/_x.py)")
+    second = registry.match(elsewhere, lambda: None, ops)
+    assert second is not None and second.path.name == "siteless.py"
+    assert registry.match(elsewhere, lambda: None, frozenset({"sin"})) is None
