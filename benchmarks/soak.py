@@ -131,6 +131,10 @@ def check_runner(backend: str, isolate: bool):  # noqa: ANN201
     def child() -> int | None:
         return isolated.child_pid if isolated is not None else None
 
+    if isolated is not None:
+        import atexit
+
+        atexit.register(isolated.close)  # its child and dump file go with this process
     return run, child
 
 

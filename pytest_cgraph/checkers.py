@@ -137,11 +137,13 @@ class IsolatedChecker:
 
     def close(self) -> None:
         """End the child and remove its dump file (a later check starts both afresh)."""
-        self._end_child()
-        if self._dump_path is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self._dump_path)
-            self._dump_path = None
+        try:
+            self._end_child()
+        finally:
+            if self._dump_path is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(self._dump_path)
+                self._dump_path = None
 
     def _end_child(self) -> None:
         if self._connection is not None:
