@@ -186,11 +186,17 @@ def crash_site(dump: str) -> str | None:
             return IN_A_GRAPH
         if not path.endswith(".py"):
             continue  # other generated code ("<string>", "...py:codegen(...)")
-        short = _short_path(path)
-        if not short.startswith("torch/") or _is_trampoline(short, function):
+        short = _torch_path(path)
+        if short is None or _is_trampoline(short, function):
             continue
         return f"in {function} ({short})"
     return None
+
+
+def siteless_signature(died: Difference) -> str:
+    """The signature of a death without its site: how an entry recorded before sites
+    were read names it, and what it still claims."""
+    return dataclasses.replace(died, message=None).signature
 
 
 def _is_generated_graph(path: str) -> bool:
@@ -228,13 +234,12 @@ def _dying_frames(dump: str) -> list[tuple[str, str]]:
     return [(match["file"], match["function"]) for match in _FRAME.finditer(block)]
 
 
-def _short_path(path: str) -> str:
-    """``.../site-packages/torch/_ops.py`` -> ``torch/_ops.py``; elsewhere the last two parts
-    (never a site: see :func:`crash_site`)."""
+def _torch_path(path: str) -> str | None:
+    """``.../site-packages/torch/_ops.py`` -> ``torch/_ops.py``; ``None`` outside torch."""
     parts = path.replace("\\", "/").split("/")
-    if "torch" in parts:
-        return "/".join(parts[len(parts) - 1 - parts[::-1].index("torch") :])
-    return "/".join(parts[-2:])
+    if "torch" not in parts:
+        return None
+    return "/".join(parts[len(parts) - 1 - parts[::-1].index("torch") :])
 
 
 #: Signatures of failures that end their process: a repro file, which names

@@ -30,7 +30,6 @@ Torch-free: the plugin recognises repro files while collecting.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import functools
 import re
 import sys
@@ -39,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_cgraph.failures import siteless_signature
 from pytest_cgraph.oracle.difference import Difference
 from pytest_cgraph.repro_files import (
     BASE_SIGNATURE,
@@ -356,7 +356,7 @@ class Registry:
         if difference.ends_process and difference.message:
             # An entry of a dead process recorded without its site (an older
             # version's) claims any site of its signal, narrowed by ops below.
-            siteless = dataclasses.replace(difference, message=None).signature
+            siteless = siteless_signature(difference)
             candidates = candidates + self._entries.get(siteless, [])
         if not difference.message or difference.ends_process:
             # A crash's normalised message names its bug; any other signature

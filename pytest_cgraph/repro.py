@@ -47,6 +47,7 @@ from pytest_cgraph.failures import (
     ends_process,
     exit_signal,
     is_hang,
+    siteless_signature,
 )
 from pytest_cgraph.oracle import MODULES
 from pytest_cgraph.oracle.difference import Difference, Kind, Role
@@ -394,8 +395,7 @@ class ScriptRun:
         if self.reproduced is not None or self.death is None:
             return self.reproduced
         died = self.death
-        siteless = death("", died.exception_type or UNSEEN).signature
-        return self.why_not if signature in (died.signature, siteless) else None
+        return self.why_not if signature in (died.signature, siteless_signature(died)) else None
 
 
 def reproduces_in_subprocess(text: str, failure: Failure) -> ScriptRun:

@@ -15,6 +15,7 @@ from pytest_cgraph.failures import Case, Failure, ReproStatus
 from pytest_cgraph.repro import make_repro
 from pytest_cgraph.repro_files import MARKER_LINE, write_repro
 from pytest_cgraph.runner import check_source
+from pytest_cgraph.strategies.templates import MODULE, TEMPLATES
 
 LOST_MUTATION = """\
 # family: mutation
@@ -177,20 +178,10 @@ def test_layer_ladder_names_the_first_diverging_rung(tmp_path: Path) -> None:
 # module parameter's grad (grad-grad-presence); cudagraphs' partitioner moves
 # the unused bernoulli into backward, which then finds v0 written in place and
 # raises. The crash is cudagraphs', though a lower rung differs otherwise.
-TWO_BUGS_TWO_RUNGS = """
-import torch
-
-
-class Counter(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.weight = torch.nn.Parameter(torch.full((1,), 0.5))
-        self.register_buffer("calls", torch.zeros(()))
-
-    def forward(self, x):
-        self.calls.add_(1)
-        return x * self.weight + self.calls
-
+TWO_BUGS_TWO_RUNGS = (
+    "\nimport torch\n\n"
+    + TEMPLATES[MODULE]  # the generator's module argument, as the campaign drew it
+    + """
 
 def stage0(a0, m1):
     v0 = m1(a0)
@@ -217,6 +208,7 @@ def inputs(k):
 
 COMPILE = ("stage0", "stage1")
 """
+)
 
 
 def test_the_ladder_names_the_first_rung_that_shows_the_failure_not_another(
