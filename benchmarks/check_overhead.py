@@ -9,9 +9,10 @@ in a fresh process and alternating, ``rounds`` times:
 - ``check``: ``pytest_cgraph.runner.check_source`` on every source (the
   oracle as a campaign runs it: eager beside compiled, clones, snapshots,
   comparisons, retained outputs), differences caught and counted;
-- ``lean``: the bare loop of ``throughput.py`` in its lean form (compile,
-  ITERS calls with backward, ``torch._dynamo.reset``; without torch's two
-  telemetry costs the harness skips).
+- ``lean``: ``bare_loop.py`` in its lean form: the compiled side alone, as
+  the protocol defines it (compiled functions, ITERS calls with backward,
+  ``advance``, grad mode, compiled autograd), without torch's two
+  telemetry costs the harness skips.
 
 Prints each one's minimum and median seconds and the ratio of minimums:
 what the oracle costs beyond the compiles and calls it exists to run. No
@@ -35,7 +36,7 @@ from pathlib import Path
 BENCHMARKS = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHMARKS))
 
-from throughput import BARE_LOOP, NO_DISK_CACHES  # noqa: E402
+from bare_loop import NO_DISK_CACHES  # noqa: E402
 
 CHECK_LOOP = r"""
 import json, sys, time, warnings
@@ -57,9 +58,10 @@ print(json.dumps({"seconds": time.perf_counter() - started, "programs": len(sour
 """
 
 
-def timed(script: str, *argv: str) -> dict:
+def timed(*argv: str) -> dict:
+    """Run ``python *argv`` in a fresh process; its last line, a JSON timing."""
     done = subprocess.run(
-        [sys.executable, "-c", script, *argv],
+        [sys.executable, *argv],
         capture_output=True, text=True, check=True, env=dict(os.environ, **NO_DISK_CACHES),
     )  # fmt: skip
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -87,8 +89,8 @@ def main() -> None:
         sources.write_text("".join(json.dumps(p.render()) + "\n" for p in programs))
         check, lean = [], []
         for _ in range(args.rounds):
-            check.append(timed(CHECK_LOOP, args.backend, str(sources)))
-            lean.append(timed(BARE_LOOP, args.backend, str(sources), "lean"))
+            check.append(timed("-c", CHECK_LOOP, args.backend, str(sources)))
+            lean.append(timed(str(BENCHMARKS / "bare_loop.py"), args.backend, str(sources), "lean"))
     print(
         f"{len(programs)} programs; differences or invalid in the check loop: "
         f"{check[0]['errors']}; errors in the bare loop: {lean[0]['errors']}"

@@ -5,9 +5,9 @@
 Programs are drawn up front (all families, fixed seed) and written to a
 file. Then two fresh processes go through exactly those sources, at once:
 
-- ``bare``: the lean bare loop of ``throughput.py`` (compile, ITERS calls
-  with backward, ``torch._dynamo.reset``), without the harness: what torch
-  itself keeps per compile (the class of pytorch/pytorch#174468);
+- ``bare``: the lean bare loop of ``bare_loop.py`` (each source's compiled
+  side as the protocol defines it), without the harness: what torch itself
+  keeps per compile (the class of pytorch/pytorch#174468);
 - ``check``: ``pytest_cgraph.runner.check_source`` on each, as a campaign
   checks them (eager beside compiled, clones, snapshots, comparisons);
   with ``--isolate``, in ``--cgraph-isolate``'s recycled child, counting
@@ -33,6 +33,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bare_loop import bare_runner  # noqa: E402
 
 #: The harness's own growth per 2,000 programs this project allows (issue target).
 OWN_GROWTH_TARGET_MB = 10.0
@@ -61,51 +64,6 @@ def draw_sources(count: int, seed: int) -> list[str]:
         sources.extend(program.render() for program in batch)
         seed += 1
     return sources[:count]
-
-
-def bare_runner(backend: str):  # noqa: ANN201 (a closure over torch, imported here)
-    """One source through the lean bare loop: what the harness compiles and calls, alone."""
-    import warnings
-
-    import torch
-    import torch._dynamo.guards
-    import torch.utils._pytree as pytree
-
-    from pytest_cgraph.oracle.compiling import drop_idle_trace_handler
-    from pytest_cgraph.oracle.protocol import ProgramSpec
-
-    warnings.simplefilter("ignore")
-    drop_idle_trace_handler()
-    torch._dynamo.guards.profile_guard_manager = lambda *args, **kwargs: 0.0
-
-    def run(source: str) -> str:
-        namespace: dict = {"__name__": "bare"}
-        try:
-            exec(compile(source, "<bare>", "exec"), namespace)
-            spec = ProgramSpec.of(namespace)
-            compiled = torch.compile(spec.program, backend=backend)
-            args = spec.inputs(1)
-            for k in range(1, spec.iters + 1):
-                if spec.fresh_inputs:
-                    args = spec.inputs(k)
-                torch.manual_seed(k)
-                outs = pytree.tree_leaves(compiled(*args))
-                roots = [
-                    out
-                    for out in outs
-                    if isinstance(out, torch.Tensor)
-                    and out.requires_grad
-                    and out.dtype.is_floating_point
-                ]
-                if roots:
-                    torch.autograd.backward(torch.stack([o.sum().double() for o in roots]).sum())
-            return "pass"
-        except Exception:
-            return "error"
-        finally:
-            torch._dynamo.reset()
-
-    return run
 
 
 def check_runner(backend: str, isolate: bool):  # noqa: ANN201

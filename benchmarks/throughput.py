@@ -9,11 +9,15 @@ Prints, for the same run on the same machine:
   ``cudagraphs``, ``aot_eager`` and ``inductor``;
 - the overhead ratio: the campaign's seconds inside its items divided by a
   bare loop's seconds over exactly the programs the campaign checked (shrink
-  steps included). The bare loop execs each source, ``torch.compile``\\ s
-  ``program``, calls it ITERS times with backward, resets Dynamo: no eager
-  run, no comparison, no Hypothesis. It is timed twice: with torch's
-  defaults, and "lean", skipping the two telemetry costs the harness skips
-  (so that ratio is the harness's own cost);
+  steps included). The bare loop (``bare_loop.py``) runs each source's
+  compiled side as the protocol defines it (its compiled functions, ITERS
+  calls with backward, ``advance``, grad mode, compiled autograd): no eager
+  run, no comparison, no Hypothesis. It is timed three ways: with torch's
+  defaults; "lean", skipping the two telemetry costs the harness skips
+  (so that ratio is the harness's own cost); and "frozen", lean with the
+  long-lived heap frozen as a campaign item freezes it (the leanest loop).
+  With ``--rounds N``, campaign and loops each run N times and their
+  minimums are compared (this machine's noise is about a tenth);
 - ``-n 2`` over ``-n 0`` throughput (programs per wall second, startup
   included);
 - with ``--soak N``: RSS after 100 and after N programs in one process
@@ -37,60 +41,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = Path(__file__).resolve().parent
 
-#: Inductor's on-disk caches off for every process, so that whichever of the
-#: campaign and the bare loop runs second does not get the first one's compiles.
-NO_DISK_CACHES = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "0", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0"}
+sys.path.insert(0, str(BENCHMARKS))
 
-BARE_LOOP = r"""
-import json, sys, time, warnings
-import torch
-import torch.utils._pytree as pytree
-from pytest_cgraph.oracle.protocol import ProgramSpec
-
-warnings.simplefilter("ignore")
-backend, path, lean = sys.argv[1], sys.argv[2], sys.argv[3] == "lean"
-sources = [json.loads(line) for line in open(path)]
-MODES = ("reduce-overhead", "max-autotune")
-if lean:  # the two torch telemetry costs the harness skips, skipped here too
-    from pytest_cgraph.oracle.compiling import drop_idle_trace_handler
-    import torch._dynamo.guards
-    drop_idle_trace_handler()
-    torch._dynamo.guards.profile_guard_manager = lambda *args, **kwargs: 0.0
-
-
-def run(source):
-    namespace = {"__name__": "bare"}
-    exec(compile(source, "<bare>", "exec"), namespace)
-    spec = ProgramSpec.of(namespace)  # the protocol's names, read as the oracle reads them
-    program, inputs, fresh = spec.program, spec.inputs, spec.fresh_inputs
-    compiled = (
-        torch.compile(program, mode=backend) if backend in MODES
-        else torch.compile(program, backend=backend)
-    )
-    args = inputs(1)
-    for k in range(1, spec.iters + 1):
-        if fresh:
-            args = inputs(k)
-        torch.manual_seed(k)
-        outs = pytree.tree_leaves(compiled(*args))
-        roots = [o for o in outs if isinstance(o, torch.Tensor) and o.requires_grad
-                 and o.dtype.is_floating_point]
-        if roots:
-            torch.autograd.backward(torch.stack([o.sum().double() for o in roots]).sum())
-    torch._dynamo.reset()
-
-
-started = time.perf_counter()
-errors = 0
-for source in sources:
-    try:
-        run(source)
-    except Exception:
-        errors += 1
-        torch._dynamo.reset()
-print(json.dumps({"seconds": time.perf_counter() - started, "programs": len(sources),
-                  "errors": errors}))
-"""
+from bare_loop import NO_DISK_CACHES  # noqa: E402
 
 
 def campaign(
@@ -125,9 +78,10 @@ def campaign(
     return report
 
 
-def bare_loop(backend: str, sources: Path, lean: bool) -> dict:
+def bare_loop(backend: str, sources: Path, mode: str) -> dict:
+    """``bare_loop.py`` over ``sources`` in a fresh process (``mode``: default, lean, frozen)."""
     done = subprocess.run(
-        [sys.executable, "-c", BARE_LOOP, backend, str(sources), "lean" if lean else "default"],
+        [sys.executable, str(BENCHMARKS / "bare_loop.py"), backend, str(sources), mode],
         capture_output=True, text=True, check=True, env=dict(os.environ, **NO_DISK_CACHES),
     )  # fmt: skip
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -146,6 +100,9 @@ def main() -> None:
         "--only-xdist", action="store_true", help="only the -n 2 over -n 0 comparison"
     )
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="runs of each campaign and loop; minimums compared"
+    )
     parser.add_argument("--soak", type=int, default=0, help="programs for the RSS soak")
     parser.add_argument("--faults", action="store_true", help="also time fault repros")
     args = parser.parse_args()
@@ -161,27 +118,33 @@ def main() -> None:
         return
     print(
         "\nbare s: the bare loop with torch's defaults; lean s: the bare loop skipping the\n"
-        "two telemetry costs the harness skips (guard-latency profiling, idle trace handler)"
+        "two telemetry costs the harness skips (guard-latency profiling, idle trace handler);\n"
+        f"frozen s: lean, with the heap frozen as campaign items freeze it; each the minimum of "
+        f"{args.rounds} run(s)"
     )
     print(f"\n{'backend':<11} {'programs':>8} {'item s':>8} {'prog/s':>7} "
-          f"{'bare s':>8} {'ratio':>6} {'lean s':>8} {'ratio':>6}")  # fmt: skip
-    one_process: dict[str, dict] = {}
+          f"{'bare s':>8} {'ratio':>6} {'lean s':>8} {'ratio':>6} "
+          f"{'frozen s':>8} {'ratio':>6}")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="cgraph-sources-") as scratch:
         for backend, examples in (
             ("cudagraphs", args.examples),
             ("aot_eager", args.examples),
             ("inductor", args.inductor_examples),
         ):
-            record = Path(scratch) / f"{backend}.jsonl"
-            report = campaign(backend, examples, args.seed, 0, record)
-            one_process[backend] = report
-            bare = bare_loop(backend, record, lean=False)["seconds"]
-            lean = bare_loop(backend, record, lean=True)["seconds"]
-            seconds = report["check_seconds"]
+            reports, loops = [], {"default": [], "lean": [], "frozen": []}
+            for _ in range(args.rounds):
+                record = Path(scratch) / f"{backend}.jsonl"
+                record.unlink(missing_ok=True)  # each campaign round's own programs
+                reports.append(campaign(backend, examples, args.seed, 0, record))
+                for mode, seconds in loops.items():
+                    seconds.append(bare_loop(backend, record, mode)["seconds"])
+            report = min(reports, key=lambda report: report["check_seconds"])
+            item = report["check_seconds"]
+            bare, lean, frozen = (min(loops[mode]) for mode in ("default", "lean", "frozen"))
             print(
-                f"{backend:<11} {report['programs']:>8} {seconds:>8.1f} "
-                f"{report['programs'] / seconds:>7.2f} {bare:>8.1f} {seconds / bare:>6.2f} "
-                f"{lean:>8.1f} {seconds / lean:>6.2f}",
+                f"{backend:<11} {report['programs']:>8} {item:>8.1f} "
+                f"{report['programs'] / item:>7.2f} {bare:>8.1f} {item / bare:>6.2f} "
+                f"{lean:>8.1f} {item / lean:>6.2f} {frozen:>8.1f} {item / frozen:>6.2f}",
                 flush=True,
             )
     xdist_scaling(args)
