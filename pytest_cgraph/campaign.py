@@ -24,6 +24,7 @@ import pytest
 from pytest_cgraph import session
 from pytest_cgraph.database import build_database
 from pytest_cgraph.failures import Case, Failure, ReproResult, ReproStatus, Verdict
+from pytest_cgraph.heap import long_lived_heap_frozen
 from pytest_cgraph.hunt import STALL_AFTER, Budget, Hunt
 from pytest_cgraph.options import CgraphOptions
 
@@ -88,7 +89,7 @@ class CampaignItem(pytest.Item):
         stats.campaign = True
         options = self.options
         started = time.perf_counter()
-        with self._checker() as checker:
+        with long_lived_heap_frozen(), self._checker() as checker:
             hunt = Hunt(
                 family=self.family,
                 strategy=programs(families=(self.family,), iters=options.iters),

@@ -29,6 +29,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_cgraph.failures import Case, Outcome, Verdict
+from pytest_cgraph.heap import freeze_for_life
 
 if TYPE_CHECKING:
     from pytest_cgraph.guard import InFlight
@@ -217,6 +218,7 @@ def _serve(connection: Connection, setup_modules: tuple[str, ...], dump_path: st
         # as the harness's error; it must not end the child unexplained.
         with contextlib.suppress(Exception):
             importlib.import_module(module)
+    freeze_for_life()
     while True:
         try:
             case = connection.recv()

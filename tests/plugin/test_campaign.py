@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import cgraph_doubles.inprocess  # noqa: F401  (kept loaded across in-process runs)
+from cgraph_doubles import heapwatch
 from cgraph_doubles.workers import WORKERS
 from pytest_cgraph.strategies import OPS
 
@@ -111,6 +112,27 @@ def test_k_selects_campaign_items(pytester: pytest.Pytester) -> None:
     result = campaign(pytester, "--cgraph-examples=2", "-k", "views", "-v")
     result.stdout.fnmatch_lines(["cgraph::views PASSED*"])
     result.assert_outcomes(passed=1, deselected=7)
+
+
+def test_items_check_with_the_long_lived_heap_frozen_and_hand_it_back(
+    pytester: pytest.Pytester,
+) -> None:
+    import gc
+
+    heapwatch.FROZEN_AT_COMPILE.clear()
+    frozen_before = gc.get_freeze_count()
+    result = pytester.runpytest(
+        "--cgraph",
+        "-p",
+        "no:cacheprovider",
+        "--cgraph-backend=cgraph_doubles.heapwatch:watching_backend",
+        "--cgraph-families=views",
+        "--cgraph-examples=2",
+    )
+    result.assert_outcomes(passed=1)
+    assert heapwatch.FROZEN_AT_COMPILE, "no program was compiled"
+    assert min(heapwatch.FROZEN_AT_COMPILE) > frozen_before
+    assert gc.get_freeze_count() == frozen_before
 
 
 def test_unknown_family_is_a_usage_error(pytester: pytest.Pytester) -> None:

@@ -49,6 +49,23 @@ def test_a_child_checks_programs_and_is_replaced_after_its_quota(
     assert isolated.child_pid is None
 
 
+def test_a_child_checks_with_what_it_inherited_frozen() -> None:
+    watched = Case(
+        ADD_ONE,
+        "cgraph_doubles.heapwatch:frozen_heap_required",
+        "cpu",
+        3,
+        family="views",
+        nodeid="cgraph::views",
+    )
+    isolated = IsolatedChecker((), timeout=60.0)
+    try:
+        outcome = isolated.check(watched)
+    finally:
+        isolated.close()
+    assert outcome.verdict is Verdict.PASS, outcome
+
+
 def crashing(name: str, in_eager: bool = False) -> Case:
     return case(crashing_program(name, in_eager))
 
