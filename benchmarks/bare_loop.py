@@ -50,6 +50,7 @@ def bare_runner(backend_name: str, lean: bool = True) -> Callable[[str], str]:
         Backend,
         comparable_inductor,
         compiled_autograd_engine,
+        device_ops_for,
         drop_idle_trace_handler,
         grad_mode,
         mark_step,
@@ -67,9 +68,10 @@ def bare_runner(backend_name: str, lean: bool = True) -> Callable[[str], str]:
         cudagraphs_log.addHandler(logging.NullHandler())
         cudagraphs_log.propagate = False
     backend = Backend.named(backend_name)
+    seed = device_ops_for(None).manual_seed  # seeded as the harness seeds a CPU check
 
     def call(spec: ProgramSpec, compiled: Callable, args: tuple, k: int) -> tuple:
-        torch.manual_seed(k)
+        seed(k)
         if backend.uses_cudagraphs:
             mark_step()
         with compiled_autograd_engine(backend, spec.compiled_autograd):

@@ -11,6 +11,7 @@ from cgraph_doubles import cuda_trees
 from cgraph_doubles.cuda_trees import CudaGraphTreesDouble, RecordingCudaOps
 from pytest_cgraph import EquivalenceError, check_equivalent
 from pytest_cgraph.backends import resolve_backend
+from pytest_cgraph.oracle import compiling
 from pytest_cgraph.oracle.difference import Kind, Place, Role
 from pytest_cgraph.runner import CheckSettings, run_check
 
@@ -79,3 +80,32 @@ def test_other_errors_on_re_read_are_crashes(monkeypatch: pytest.MonkeyPatch) ->
         check_equivalent(affine, fresh_args=fresh_pair, backend=CudaGraphTreesDouble())
     assert caught.value.difference.kind == "crash"
     assert caught.value.difference.exception_type == "RuntimeError"
+
+
+def test_cpu_seeding_where_only_the_cpu_has_a_generator_skips_the_lazy_device_seeds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def lazy_seeds(seed: int) -> None:
+        raise AssertionError("torch.manual_seed would format stacks for absent devices")
+
+    monkeypatch.setattr(compiling, "only_cpu_generators", lambda: True)
+    monkeypatch.setattr(torch, "manual_seed", lazy_seeds)
+    compiling.CpuOps().manual_seed(5)
+    drawn = torch.rand(3)
+    torch.default_generator.manual_seed(5)
+    assert torch.equal(drawn, torch.rand(3))
+
+
+def test_cpu_seeding_seeds_every_device_where_another_exists(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seeded: list[int] = []
+    monkeypatch.setattr(compiling, "only_cpu_generators", lambda: False)
+    monkeypatch.setattr(torch, "manual_seed", seeded.append)
+    compiling.CpuOps().manual_seed(5)
+    assert seeded == [5]
+
+
+def test_this_machine_has_no_generator_but_the_cpu_and_asking_initialises_nothing() -> None:
+    assert compiling.only_cpu_generators() is not torch.cuda.is_available()
+    assert not torch.cuda.is_initialized()
