@@ -21,7 +21,9 @@ When a failure is known: its base signature (kind, place, facet, exception
 type, normalised message) must be a registry's, and — unless the signature
 carries an exception's message or the failure ends its process, either of
 which names the bug by itself — its first diverging layer must be the
-entry's too. So a new wrong gradient that only the backend under test
+entry's too. Where a signature is broad (no message, a dead process's site,
+or a message several entries share), the failing program must also make
+every call of one entry's minimal program. So a new wrong gradient that only the backend under test
 produces is never hidden by a known one that AOTAutograd produces.
 
 Torch-free: the plugin recognises repro files while collecting.
@@ -349,7 +351,8 @@ class Registry:
         An entry matches on the base signature; where that is broad (no
         exception message in it), also on the layer, and only if the failing
         program calls every operation of the entry's minimal program
-        (``ops``: what it calls).
+        (``ops``: what it calls). A message that several entries share is
+        broad too: their ops, not the message, tell their bugs apart.
         ``layer_of`` is called (once) only when the layer decides it.
         """
         candidates = self._entries.get(difference.signature, [])
@@ -358,10 +361,14 @@ class Registry:
             # version's) claims any site of its signal, narrowed by ops below.
             siteless = siteless_signature(difference)
             candidates = candidates + self._entries.get(siteless, [])
-        if not difference.message or difference.ends_process:
-            # A crash's normalised message names its bug; any other signature
-            # is broad, and the program's operations narrow it. So is a dead
-            # process's site: a crash in a compiled graph's C++ has no finer one.
+        if not difference.message or difference.ends_process or len(candidates) > 1:
+            # A crash's normalised message names its bug, unless torch raises
+            # it from several mechanisms (a version-counter error from any
+            # saved tensor written in place): then entries share it, and a
+            # program that makes none of their calls is a mechanism of its
+            # own. Any other signature is broad, and the program's operations
+            # narrow it. So is a dead process's site: a crash in a compiled
+            # graph's C++ has no finer one.
             candidates = [entry for entry in candidates if entry.claims(ops)]
         if not candidates:
             return None

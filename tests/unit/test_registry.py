@@ -71,6 +71,20 @@ def test_a_crash_s_message_names_its_bug_whatever_the_layer_or_ops(tmp_path: Pat
     assert not registry.may_know(other) and registry.match(other, lambda: None) is None
 
 
+def test_a_message_several_entries_share_is_narrowed_by_their_ops(tmp_path: Path) -> None:
+    """torch raises one version-counter message from many mechanisms: where two
+    entries share it, a program that makes neither's calls is a new bug."""
+    repro(tmp_path, "by-mul", CRASH.signature, "aot_eager", "def program(a0):\n    a0.mul_(2)\n")
+    repro(tmp_path, "by-relu", CRASH.signature, "aot_eager", "def program(a0):\n    a0.relu()\n")
+    registry = Registry.load([tmp_path])
+    assert not registry.needs_layer(CRASH)  # still a message: no ladder
+    by_mul = registry.match(CRASH, lambda: None, frozenset({"mul_", "sin"}))
+    assert by_mul is not None and by_mul.path.name == "by-mul.py"
+    by_relu = registry.match(CRASH, lambda: None, frozenset({"relu"}))
+    assert by_relu is not None and by_relu.path.name == "by-relu.py"
+    assert registry.match(CRASH, lambda: None, frozenset({"t_"})) is None
+
+
 def test_entries_are_read_from_headers_and_foreign_files_are_skipped(tmp_path: Path) -> None:
     entry = read_entry(repro(tmp_path, "a", "grad-grad", "none", "def program(x):\n    x.t_()\n"))
     assert entry is not None
