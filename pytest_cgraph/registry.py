@@ -237,7 +237,7 @@ def program_ops(source: str) -> frozenset[str]:
                     ops.add(node.func.attr)
                 elif isinstance(node.func, ast.Name) and node.func.id not in _BUILTIN_CALLS:
                     ops.add(node.func.id)
-            elif isinstance(node, ast.Subscript):
+            elif isinstance(node, ast.Subscript) and not _picks_from_a_sequence(node):
                 ops.add(_subscript_op(node))
     # How the inputs change between calls is a cause the program's calls cannot
     # show: inputs built differently by call (aliased on odd calls only), or the
@@ -267,6 +267,26 @@ def _subscript_op(node: ast.Subscript) -> str:
     if all(_is_int_constant(part) for part in parts):
         return "[i]"
     return "[t]"
+
+
+#: Calls that return a tuple or list of tensors, and metadata that is a sequence
+#: of numbers: ``x.unbind(0)[0]`` or ``x.shape[0]`` picks an element, which is
+#: no indexing of a tensor (the call itself is the op).
+_SEQUENCE_CALLS = frozenset(
+    {"unbind", "split", "chunk", "tensor_split", "split_with_sizes", "hsplit", "vsplit",
+     "dsplit", "unsafe_split", "unsafe_chunk", "grad", "size", "stride"}
+)  # fmt: skip
+_SEQUENCE_ATTRIBUTES = frozenset({"shape"})
+
+
+def _picks_from_a_sequence(node: ast.Subscript) -> bool:
+    """Whether the subscript reads an element of a tuple of tensors or of metadata."""
+    value = node.value
+    if isinstance(value, ast.Call):
+        function = value.func
+        name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")
+        return name in _SEQUENCE_CALLS
+    return isinstance(value, ast.Attribute) and value.attr in _SEQUENCE_ATTRIBUTES
 
 
 def _is_view_constant(node: ast.expr) -> bool:

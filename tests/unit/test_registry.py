@@ -125,6 +125,24 @@ def test_a_subscript_is_an_op_of_its_kind(statement: str, op: str) -> None:
     assert op in ops and not ({"[:]", "[i]", "[t]", "[]="} - {op}) & ops, ops
 
 
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "v = a0.unbind(0)[1]",
+        "v = a0.split(1)[-1]",
+        "v = torch.chunk(a0, 2)[0]",
+        "v = torch.autograd.grad(a0.sum(), a0)[0]",
+        "v = a0.shape[0]",
+        "v = a0.size()[-1]",
+    ],
+)
+def test_picking_from_a_tuple_or_from_metadata_is_no_subscript_op(statement: str) -> None:
+    # the call is the op; only indexing a tensor is one of the subscript pseudo-ops
+    ops = program_ops(f"def program(a0):\n    {statement}\n    return (v,)\n")
+    assert not {"[:]", "[i]", "[t]", "[]="} & ops, ops
+    assert program_ops("def program(a0):\n    return (a0.sum(0)[0],)\n") >= {"sum", "[i]"}
+
+
 def test_an_entry_that_declares_no_ops_claims_every_program_of_its_signature(
     tmp_path: Path,
 ) -> None:
