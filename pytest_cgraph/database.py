@@ -232,8 +232,14 @@ def _build_entry(entry: DatabaseEntry) -> ExampleDatabase:
         import redis
         from hypothesis.extra.redis import RedisExampleDatabase
 
-        database = RedisExampleDatabase(
-            redis.Redis.from_url(entry.location), key_prefix=REDIS_KEY_PREFIX
+        from pytest_cgraph.database_outage import OutageTolerant
+
+        client = redis.Redis.from_url(entry.location, socket_connect_timeout=PING_SECONDS)
+        # A server that goes away mid-run costs the run its replays, not its items.
+        database = OutageTolerant(
+            RedisExampleDatabase(client, key_prefix=REDIS_KEY_PREFIX),
+            entry.address,
+            (redis.RedisError, OSError),
         )
     else:
         database = DirectoryBasedExampleDatabase(entry.location)

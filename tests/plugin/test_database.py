@@ -187,6 +187,46 @@ def test_read_only_redis_is_replayed_first_and_never_written(
     assert any((pytester.path / "second" / ".db").iterdir())
 
 
+def test_a_redis_server_that_goes_away_costs_the_replays_not_the_items(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, redis_url: str
+) -> None:
+    # The server answers the session's check, then shuts down as the item starts.
+    monkeypatch.setenv("CGRAPH_TEST_REDIS", redis_url)
+    (pytester.path / "gone").mkdir()
+    (pytester.path / "gone" / "conftest.py").write_text(
+        "import os\nimport redis\n\n\ndef pytest_runtest_setup(item):\n"
+        "    redis.Redis.from_url(os.environ['CGRAPH_TEST_REDIS']).shutdown(nosave=True)\n"
+    )
+    result, report = campaign(
+        pytester, monkeypatch, "gone", *HUNTS, f"--cgraph-database={redis_url}"
+    )
+    result.assert_outcomes(failed=1)  # the fault, found and reported as without a database
+    (failure,) = report["failures"]
+    assert failure["verified"] and Path(failure["repro"]).is_file(), failure
+    address = redis_url.removeprefix("redis://").split("/")[0]
+    result.stdout.fnmatch_lines(
+        [f"*the example database at {address} stopped answering (*); this run goes on without it*"]
+    )
+
+
+def test_a_lost_database_warns_once_and_is_then_left_alone(redis_url: str) -> None:
+    import redis
+
+    from pytest_cgraph.database import build_database, parse_database
+    from pytest_cgraph.database_outage import DatabaseLost
+
+    database = build_database(parse_database(redis_url, Path.cwd()))
+    database.save(b"key", b"value")
+    assert list(database.fetch(b"key")) == [b"value"]
+    redis.Redis.from_url(redis_url).shutdown(nosave=True)
+    with pytest.warns(DatabaseLost, match="stopped answering") as caught:
+        database.save(b"key", b"other")
+        assert list(database.fetch(b"key")) == []
+        database.delete(b"key", b"value")
+        database.move(b"key", b"elsewhere", b"value")
+    assert len(caught) == 1
+
+
 TRIVIAL = """
 def test_nothing():
     assert True
