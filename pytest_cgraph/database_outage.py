@@ -47,14 +47,18 @@ class OutageTolerant(ExampleDatabase):
     def _give_up(self, error: BaseException) -> None:
         self.lost = True
         reason = " ".join(str(error).split()) or type(error).__name__
-        warnings.warn(
-            DatabaseLost(
-                f"pytest-cgraph: the example database at {self.address} stopped answering "
-                f"({type(error).__name__}: {reason}); this run goes on without it "
-                "(failures it finds still get their repro files)"
-            ),
-            stacklevel=3,
-        )
+        # Shown, never raised: under -W error a warning raised from a save
+        # would fail the item this wrapper is here to keep running.
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", DatabaseLost)
+            warnings.warn(
+                DatabaseLost(
+                    f"pytest-cgraph: the example database at {self.address} stopped answering "
+                    f"({type(error).__name__}: {reason}); this run goes on without it "
+                    "(failures it finds still get their repro files)"
+                ),
+                stacklevel=3,
+            )
 
     def fetch(self, key: bytes) -> Iterable[bytes]:
         if self.lost:
