@@ -51,7 +51,7 @@ from pytest_cgraph.failures import (
 )
 from pytest_cgraph.oracle import MODULES
 from pytest_cgraph.oracle.difference import Difference, Kind, Role
-from pytest_cgraph.registry import recorded_settings
+from pytest_cgraph.registry import program_ops, read_entry, recorded_settings
 from pytest_cgraph.repro_files import (
     BASE_SIGNATURE,
     ENTRY_LINE,
@@ -542,8 +542,19 @@ def store_repro(failure: Failure, directory: Path) -> Failure:
         return failure
     suffix = ENTRY_SUFFIX if repro.entry else REPRO_SUFFIX
     name = _full_signature(failure.signature, repro.layer)
+    ops = program_ops(failure.case.source)
+
+    def same_bug(path: Path) -> bool:
+        # A file of this name whose program this one does not call all of is
+        # another mechanism of the signature: a registry tells them apart, so
+        # both files are kept (the new one numbered beside the old).
+        entry = read_entry(path)
+        return entry is None or entry.claims(ops)
+
     try:
-        path, written = write_repro(directory, name, repro.text, failure.case.size, suffix)
+        path, written = write_repro(
+            directory, name, repro.text, failure.case.size, suffix, same_bug
+        )
     except OSError as error:
         status, where, detail = ReproStatus.WRITE_FAILED, None, f"{directory}: {error}"
     else:

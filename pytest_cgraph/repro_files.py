@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 #: First line of every repro file: how the plugin recognises its own files.
@@ -60,11 +61,22 @@ def header_value(text: str, prefix: str) -> str | None:
 
 
 def write_repro(
-    directory: Path, name: str, text: str, size: int, suffix: str = REPRO_SUFFIX
+    directory: Path,
+    name: str,
+    text: str,
+    size: int,
+    suffix: str = REPRO_SUFFIX,
+    same_bug: Callable[[Path], bool] = lambda path: True,
 ) -> tuple[Path, bool]:
     """Write ``<directory>/<name><suffix>`` (a repro file's ``.py``, an entry's ``.toml``)
-    atomically unless a smaller repro is there (or one of equal size whose text sorts
-    first: the kept file is the same whatever order the candidates come in).
+    atomically unless a smaller repro of the same bug is there (or one of equal size
+    whose text sorts first: the kept file is the same whatever order the candidates
+    come in).
+
+    ``same_bug(path)`` says whether the file of that name already there is
+    this bug: one name is one signature, which several mechanisms may share
+    (told apart by their programs' calls). A file of another bug is kept,
+    and this one goes beside it (``<name>-2<suffix>``, ...).
 
     Returns the file's path and whether it was written (``False``: the
     smaller one already there was kept).
@@ -80,7 +92,7 @@ def write_repro(
         while target.exists():
             existing = target.read_text(errors="replace")
             old_size = header_value(existing, SIZE) if is_own_text(existing) else None
-            if old_size is not None and old_size.isdigit():
+            if old_size is not None and old_size.isdigit() and same_bug(target):
                 # Equal drawn sizes: the smaller text stays, so that which of
                 # two equally small repros is kept does not depend on which
                 # worker's arrived first. An entry, or a program of no drawn
@@ -91,8 +103,8 @@ def write_repro(
                 ):
                     return target, False
                 break
-            # Not ours, or ours but unreadable (no size): never overwritten;
-            # ours goes beside it.
+            # Not ours, ours but unreadable (no size), or another bug's:
+            # never overwritten; ours goes beside it.
             target = directory / f"{name}-{number}{suffix}"
             number += 1
         handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")

@@ -59,6 +59,42 @@ def test_a_smaller_program_replaces_a_larger_never_the_reverse(tmp_path: Path) -
     assert sorted(p.name for p in tmp_path.iterdir()) == [".cgraph-repro.lock", "value-output_0.py"]
 
 
+def verified(program: str, size: int) -> Failure:
+    """A verified ``value-output`` failure of ``program`` at aot_eager, ready to store."""
+    from pytest_cgraph.failures import ReproResult
+    from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
+    from pytest_cgraph.repro_files import BASE_SIGNATURE, LAYER, SIZE
+
+    difference = Difference(Kind.VALUE, 1, Place(Role.OUTPUT, index=0))
+    file_text = (
+        f"{MARKER_LINE}\n{BASE_SIGNATURE}{difference.signature}\n{LAYER}aot_eager\n"
+        f"{SIZE}{size}\nPROGRAM_SOURCE = r'''\n{program}'''\n"
+    )
+    case = Case(program, "cudagraphs", "cpu", 5, size=size)
+    repro = ReproResult(ReproStatus.VERIFIED, text=file_text, layer="aot_eager")
+    return Failure(case, difference, repro=repro)
+
+
+def test_another_mechanism_of_a_signature_is_written_beside_never_kept_out(
+    tmp_path: Path,
+) -> None:
+    from pytest_cgraph.repro import store_repro
+
+    by_mul = "def program(a0):\n    a0.mul_(2)\n    return (a0,)\n"
+    first = store_repro(verified(by_mul, 20), tmp_path).repro
+    assert first is not None and first.status is ReproStatus.WRITTEN
+    # the same bug (its program makes the stored one's calls), larger: the smaller stays
+    larger = "def program(a0):\n    a0.mul_(2).sin_()\n    return (a0,)\n"
+    kept = store_repro(verified(larger, 30), tmp_path).repro
+    assert kept is not None and (kept.status, kept.path) == (ReproStatus.KEPT_SMALLER, first.path)
+    # another mechanism of the signature (no mul_), even larger: its own file beside
+    by_set = "def program(a0):\n    a0.set_(a0.clone())\n    return (a0,)\n"
+    beside = store_repro(verified(by_set, 40), tmp_path).repro
+    assert beside is not None and beside.status is ReproStatus.WRITTEN
+    assert Path(beside.path).name == "value-output-aot_eager-2.py"
+    assert "mul_" in Path(first.path).read_text() and "set_" in Path(beside.path).read_text()
+
+
 def test_a_foreign_file_is_never_overwritten(tmp_path: Path) -> None:
     (tmp_path / "value-output_0.py").write_text("# my own notes\n")
     path, written = write_repro(tmp_path, "value-output_0", text(100), 100)
