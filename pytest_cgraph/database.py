@@ -50,6 +50,9 @@ REDIS_KEY_PREFIX = b"pytest-cgraph:"
 #: Seconds the session-start check waits for a Redis server before it gives up.
 PING_SECONDS = 3.0
 
+#: Seconds one Redis command may take during the run before the server counts as gone.
+COMMAND_SECONDS = 30.0
+
 #: The legal forms, quoted by every syntax error.
 FORMS = "a directory, redis://host:port/db or rediss://host:port/db, each optionally prefixed ro:"
 
@@ -234,7 +237,11 @@ def _build_entry(entry: DatabaseEntry) -> ExampleDatabase:
 
         from pytest_cgraph.database_outage import OutageTolerant
 
-        client = redis.Redis.from_url(entry.location, socket_connect_timeout=PING_SECONDS)
+        # Bounded reads too: a server that hangs (stopped, or a network that
+        # drops packets) must raise for the outage wrapper, not block the item.
+        client = redis.Redis.from_url(
+            entry.location, socket_connect_timeout=PING_SECONDS, socket_timeout=COMMAND_SECONDS
+        )
         # A server that goes away mid-run costs the run its replays, not its items.
         database = OutageTolerant(
             RedisExampleDatabase(client, key_prefix=REDIS_KEY_PREFIX),

@@ -46,6 +46,8 @@ class OutageTolerant(ExampleDatabase):
 
     def _give_up(self, error: BaseException) -> None:
         self.lost = True
+        with contextlib.suppress(*self.errors):  # no change of a lost server will come
+            self.wrapped.remove_listener(self._broadcast_change)
         reason = " ".join(str(error).split()) or type(error).__name__
         # Shown, never raised: under -W error a warning raised from a save
         # would fail the item this wrapper is here to keep running.

@@ -271,10 +271,13 @@ def _subscript_op(node: ast.Subscript) -> str:
 
 #: Calls that return a tuple or list of tensors, and metadata that is a sequence
 #: of numbers: ``x.unbind(0)[0]`` or ``x.shape[0]`` picks an element, which is
-#: no indexing of a tensor (the call itself is the op).
+#: no indexing of a tensor (the call itself is the op). ``apply`` is an
+#: autograd Function's: the generator's templates index only those returning
+#: tuples. (``max``/``min`` return a tuple only with a dim: not listed.)
 _SEQUENCE_CALLS = frozenset(
     {"unbind", "split", "chunk", "tensor_split", "split_with_sizes", "hsplit", "vsplit",
-     "dsplit", "unsafe_split", "unsafe_chunk", "grad", "size", "stride"}
+     "dsplit", "unsafe_split", "unsafe_chunk", "grad", "size", "stride", "sort", "topk",
+     "aminmax", "kthvalue", "frexp", "apply"}
 )  # fmt: skip
 _SEQUENCE_ATTRIBUTES = frozenset({"shape"})
 
@@ -356,6 +359,22 @@ class Registry:
         """Whether any entry has this base signature (cheap: no layer needed yet)."""
         return difference.signature in self._entries
 
+    def narrows(self, difference: Difference) -> bool:
+        """Whether this failure is an entry's only if its program makes all the entry's calls.
+
+        A crash's normalised message names its bug, unless torch raises it
+        from several mechanisms (a version-counter error from any saved
+        tensor written in place): then entries of different calls share it,
+        and a program that makes none of their calls is a mechanism of its
+        own. (The same entry held twice, a repro file and the entry recorded
+        from it, shares nothing.) Any other signature is broad, and the
+        program's operations narrow it. So is a dead process's site: a
+        crash in a compiled graph's C++ has no finer one.
+        """
+        if not difference.message or difference.ends_process:
+            return True
+        return len({entry.ops for entry in self._entries.get(difference.signature, [])}) > 1
+
     def needs_layer(self, difference: Difference) -> bool:
         """Whether telling this failure known or new takes its first diverging layer."""
         return self.may_know(difference) and not difference.message and not difference.ends_process
@@ -381,14 +400,7 @@ class Registry:
             # version's) claims any site of its signal, narrowed by ops below.
             siteless = siteless_signature(difference)
             candidates = candidates + self._entries.get(siteless, [])
-        if not difference.message or difference.ends_process or len(candidates) > 1:
-            # A crash's normalised message names its bug, unless torch raises
-            # it from several mechanisms (a version-counter error from any
-            # saved tensor written in place): then entries share it, and a
-            # program that makes none of their calls is a mechanism of its
-            # own. Any other signature is broad, and the program's operations
-            # narrow it. So is a dead process's site: a crash in a compiled
-            # graph's C++ has no finer one.
+        if self.narrows(difference):
             candidates = [entry for entry in candidates if entry.claims(ops)]
         if not candidates:
             return None

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -51,7 +52,7 @@ from pytest_cgraph.failures import (
 )
 from pytest_cgraph.oracle import MODULES
 from pytest_cgraph.oracle.difference import Difference, Kind, Role
-from pytest_cgraph.registry import program_ops, read_entry, recorded_settings
+from pytest_cgraph.registry import Registry, program_ops, read_entry, recorded_settings
 from pytest_cgraph.repro_files import (
     BASE_SIGNATURE,
     ENTRY_LINE,
@@ -60,6 +61,7 @@ from pytest_cgraph.repro_files import (
     MARKER_LINE,
     REPRO_SUFFIX,
     SIZE,
+    Kinship,
     header_value,
     is_entry,
     write_repro,
@@ -542,19 +544,9 @@ def store_repro(failure: Failure, directory: Path) -> Failure:
         return failure
     suffix = ENTRY_SUFFIX if repro.entry else REPRO_SUFFIX
     name = _full_signature(failure.signature, repro.layer)
-    ops = program_ops(failure.case.source)
-
-    def same_bug(path: Path) -> bool:
-        # A file of this name whose program this one does not call all of is
-        # another mechanism of the signature: a registry tells them apart, so
-        # both files are kept (the new one numbered beside the old).
-        entry = read_entry(path)
-        return entry is None or entry.claims(ops)
-
+    kinship = _kinship_in(directory, failure)
     try:
-        path, written = write_repro(
-            directory, name, repro.text, failure.case.size, suffix, same_bug
-        )
+        path, written = write_repro(directory, name, repro.text, failure.case.size, suffix, kinship)
     except OSError as error:
         status, where, detail = ReproStatus.WRITE_FAILED, None, f"{directory}: {error}"
     else:
@@ -562,6 +554,24 @@ def store_repro(failure: Failure, directory: Path) -> Failure:
         where, detail = str(path), repro.detail
     stored = ReproResult(status, where, detail, repro.layer, repro.cudagraph_specific)
     return failure.with_repro(stored)
+
+
+def _kinship_in(directory: Path, failure: Failure) -> Callable[[Path], Kinship]:
+    """How a file of the failure's name in ``directory`` stands to it, by the
+    registry's own rule: where the directory's entries tell this signature's
+    bugs apart by their calls, a file whose program makes calls this one does
+    not is another bug, and one that makes fewer is a broader repro of it."""
+    ops = program_ops(failure.case.source)
+    if not Registry.load([directory]).narrows(failure.difference):
+        return lambda path: Kinship.SAME
+
+    def kinship(path: Path) -> Kinship:
+        entry = read_entry(path)
+        if entry is None or entry.ops == ops:
+            return Kinship.SAME
+        return Kinship.BROADER if entry.claims(ops) else Kinship.OTHER
+
+    return kinship
 
 
 def _stored_text(

@@ -16,6 +16,8 @@ Torch-free and project-free: imported while collecting, by the registry.
 
 from __future__ import annotations
 
+import enum
+import glob
 import os
 import re
 import tempfile
@@ -60,26 +62,40 @@ def header_value(text: str, prefix: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
+class Kinship(enum.Enum):
+    """How a file already in the repro dir stands to the repro being written."""
+
+    #: Another bug (another mechanism of the signature): kept, and the new
+    #: repro goes beside it.
+    OTHER = "other"
+    #: The same bug: the smaller of the two stays.
+    SAME = "same"
+    #: The same bug, and the file claims more programs than the new repro
+    #: would (its program makes fewer calls): it stays whatever the sizes.
+    BROADER = "broader"
+
+
 def write_repro(
     directory: Path,
     name: str,
     text: str,
     size: int,
     suffix: str = REPRO_SUFFIX,
-    same_bug: Callable[[Path], bool] = lambda path: True,
+    kinship: Callable[[Path], Kinship] = lambda path: Kinship.SAME,
 ) -> tuple[Path, bool]:
     """Write ``<directory>/<name><suffix>`` (a repro file's ``.py``, an entry's ``.toml``)
     atomically unless a smaller repro of the same bug is there (or one of equal size
     whose text sorts first: the kept file is the same whatever order the candidates
     come in).
 
-    ``same_bug(path)`` says whether the file of that name already there is
-    this bug: one name is one signature, which several mechanisms may share
-    (told apart by their programs' calls). A file of another bug is kept,
-    and this one goes beside it (``<name>-2<suffix>``, ...).
+    One name is one signature, which several mechanisms may share (told
+    apart by their programs' calls): ``kinship(path)`` says how each file of
+    the name (``<name><suffix>``, ``<name>-2<suffix>``, ...) stands to this
+    repro. The first file of the same bug is the one to replace or keep;
+    with none, this repro goes to the first free name.
 
     Returns the file's path and whether it was written (``False``: the
-    smaller one already there was kept).
+    file of the same bug already there was kept).
 
     A lock file serialises xdist workers that find the same bug at once.
     """
@@ -87,32 +103,51 @@ def write_repro(
 
     directory.mkdir(parents=True, exist_ok=True)
     with FileLock(directory / LOCK_NAME):
-        target = directory / f"{name}{suffix}"
-        number = 2
-        while target.exists():
-            existing = target.read_text(errors="replace")
+        target = None
+        for candidate in _files_named(directory, name, suffix):
+            existing = candidate.read_text(errors="replace")
             old_size = header_value(existing, SIZE) if is_own_text(existing) else None
-            if old_size is not None and old_size.isdigit() and same_bug(target):
-                # Equal drawn sizes: the smaller text stays, so that which of
-                # two equally small repros is kept does not depend on which
-                # worker's arrived first. An entry, or a program of no drawn
-                # size (recorded by hand), is never replaced by an equal one.
-                tie_break = size > 0 and suffix == REPRO_SUFFIX
-                if int(old_size) < size or (
-                    int(old_size) == size and (not tie_break or existing <= text)
-                ):
-                    return target, False
-                break
-            # Not ours, ours but unreadable (no size), or another bug's:
-            # never overwritten; ours goes beside it.
-            target = directory / f"{name}-{number}{suffix}"
-            number += 1
+            if old_size is None or not old_size.isdigit():
+                continue  # not ours, or ours but unreadable: never overwritten
+            relation = kinship(candidate)
+            if relation is Kinship.OTHER:
+                continue
+            # Equal drawn sizes: the smaller text stays, so that which of
+            # two equally small repros is kept does not depend on which
+            # worker's arrived first. An entry, or a program of no drawn
+            # size (recorded by hand), is never replaced by an equal one.
+            tie_break = size > 0 and suffix == REPRO_SUFFIX
+            if (
+                relation is Kinship.BROADER
+                or int(old_size) < size
+                or (int(old_size) == size and (not tie_break or existing <= text))
+            ):
+                return candidate, False
+            target = candidate
+            break
+        if target is None:
+            target = directory / f"{name}{suffix}"
+            number = 2
+            while target.exists():
+                target = directory / f"{name}-{number}{suffix}"
+                number += 1
         handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; a repro is shared
         os.replace(temporary, target)
     return target, True
+
+
+def _files_named(directory: Path, name: str, suffix: str) -> list[Path]:
+    """``<name><suffix>`` and its numbered siblings (``<name>-2<suffix>``, ...), in order."""
+    numbered = re.compile(re.escape(name) + r"(?:-(\d+))?" + re.escape(suffix))
+    found = []
+    for path in directory.glob(f"{glob.escape(name)}*{suffix}"):
+        match = numbered.fullmatch(path.name)
+        if match:
+            found.append((int(match.group(1) or 1), path))
+    return [path for _, path in sorted(found)]
 
 
 def _umask() -> int:

@@ -85,6 +85,17 @@ def test_a_message_several_entries_share_is_narrowed_by_their_ops(tmp_path: Path
     assert registry.match(CRASH, lambda: None, frozenset({"t_"})) is None
 
 
+def test_one_entry_held_twice_does_not_share_its_message(tmp_path: Path) -> None:
+    # a repro file and the entry recorded from it, in two registries: still one bug
+    program = "def program(a0):\n    a0.mul_(2)\n"
+    repro(tmp_path, "repro", CRASH.signature, "aot_eager", program)
+    (tmp_path / "known").mkdir()
+    repro(tmp_path / "known", "entry", CRASH.signature, "aot_eager", program)
+    registry = Registry.load([tmp_path, tmp_path / "known"])
+    assert len(registry) == 2 and not registry.narrows(CRASH)
+    assert registry.match(CRASH, lambda: None, frozenset({"t_"})) is not None
+
+
 def test_entries_are_read_from_headers_and_foreign_files_are_skipped(tmp_path: Path) -> None:
     entry = read_entry(repro(tmp_path, "a", "grad-grad", "none", "def program(x):\n    x.t_()\n"))
     assert entry is not None
@@ -134,6 +145,8 @@ def test_a_subscript_is_an_op_of_its_kind(statement: str, op: str) -> None:
         "v = torch.autograd.grad(a0.sum(), a0)[0]",
         "v = a0.shape[0]",
         "v = a0.size()[-1]",
+        "v = a0.sort(0)[1]",
+        "v = WithArgmax.apply(a0)[0]",
     ],
 )
 def test_picking_from_a_tuple_or_from_metadata_is_no_subscript_op(statement: str) -> None:

@@ -59,20 +59,42 @@ def test_a_smaller_program_replaces_a_larger_never_the_reverse(tmp_path: Path) -
     assert sorted(p.name for p in tmp_path.iterdir()) == [".cgraph-repro.lock", "value-output_0.py"]
 
 
-def verified(program: str, size: int) -> Failure:
-    """A verified ``value-output`` failure of ``program`` at aot_eager, ready to store."""
+def verified(program: str, size: int, message: str | None = None) -> Failure:
+    """A verified failure of ``program`` at aot_eager, ready to store: ``value-output``,
+    or with ``message`` a compiled call's crash."""
     from pytest_cgraph.failures import ReproResult
     from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
+
+    if message is None:
+        difference = Difference(Kind.VALUE, 1, Place(Role.OUTPUT, index=0))
+    else:
+        difference = Difference(
+            Kind.CRASH,
+            1,
+            Place(Role.COMPILED, name="call"),
+            exception_type="RuntimeError",
+            message=message,
+        )
+    text = stored(difference.signature, program, size)
+    return Failure(
+        Case(program, "cudagraphs", "cpu", 5, size=size),
+        difference,
+        repro=ReproResult(ReproStatus.VERIFIED, text=text, layer="aot_eager"),
+    )
+
+
+def stored(signature: str, program: str, size: int) -> str:
+    """A repro file's text as far as a registry reads one."""
     from pytest_cgraph.repro_files import BASE_SIGNATURE, LAYER, SIZE
 
-    difference = Difference(Kind.VALUE, 1, Place(Role.OUTPUT, index=0))
-    file_text = (
-        f"{MARKER_LINE}\n{BASE_SIGNATURE}{difference.signature}\n{LAYER}aot_eager\n"
+    return (
+        f"{MARKER_LINE}\n{BASE_SIGNATURE}{signature}\n{LAYER}aot_eager\n"
         f"{SIZE}{size}\nPROGRAM_SOURCE = r'''\n{program}'''\n"
     )
-    case = Case(program, "cudagraphs", "cpu", 5, size=size)
-    repro = ReproResult(ReproStatus.VERIFIED, text=file_text, layer="aot_eager")
-    return Failure(case, difference, repro=repro)
+
+
+BY_MUL = "def program(a0):\n    a0.mul_(2)\n    return (a0,)\n"
+BY_SET = "def program(a0):\n    a0.set_(a0.clone())\n    return (a0,)\n"
 
 
 def test_another_mechanism_of_a_signature_is_written_beside_never_kept_out(
@@ -80,19 +102,66 @@ def test_another_mechanism_of_a_signature_is_written_beside_never_kept_out(
 ) -> None:
     from pytest_cgraph.repro import store_repro
 
-    by_mul = "def program(a0):\n    a0.mul_(2)\n    return (a0,)\n"
-    first = store_repro(verified(by_mul, 20), tmp_path).repro
+    first = store_repro(verified(BY_MUL, 20), tmp_path).repro
     assert first is not None and first.status is ReproStatus.WRITTEN
     # the same bug (its program makes the stored one's calls), larger: the smaller stays
     larger = "def program(a0):\n    a0.mul_(2).sin_()\n    return (a0,)\n"
     kept = store_repro(verified(larger, 30), tmp_path).repro
     assert kept is not None and (kept.status, kept.path) == (ReproStatus.KEPT_SMALLER, first.path)
     # another mechanism of the signature (no mul_), even larger: its own file beside
-    by_set = "def program(a0):\n    a0.set_(a0.clone())\n    return (a0,)\n"
-    beside = store_repro(verified(by_set, 40), tmp_path).repro
+    beside = store_repro(verified(BY_SET, 40), tmp_path).repro
     assert beside is not None and beside.status is ReproStatus.WRITTEN
     assert Path(beside.path).name == "value-output-aot_eager-2.py"
     assert "mul_" in Path(first.path).read_text() and "set_" in Path(beside.path).read_text()
+
+
+def test_a_file_making_fewer_calls_is_kept_even_against_a_smaller_program(
+    tmp_path: Path,
+) -> None:
+    from pytest_cgraph.repro import store_repro
+
+    first = store_repro(verified(BY_MUL, 40), tmp_path).repro
+    more_calls = "def program(a0):\n    a0.mul_(2).sin_()\n    return (a0,)\n"
+    kept = store_repro(verified(more_calls, 10), tmp_path).repro
+    # the file claims every program the smaller one would, and more: it stays
+    assert kept is not None and first is not None
+    assert (kept.status, kept.path) == (ReproStatus.KEPT_SMALLER, first.path)
+    assert "sin_" not in Path(first.path).read_text()
+
+
+def test_the_same_bug_s_file_is_found_past_a_gap_and_another_bug_s_file(
+    tmp_path: Path,
+) -> None:
+    from pytest_cgraph.repro import store_repro
+
+    name, signature = "value-output-aot_eager", verified(BY_MUL, 1).signature
+    # value-output-aot_eager.py was deleted after triage; -2 is another bug, -3 this one
+    (tmp_path / f"{name}-2.py").write_text(stored(signature, BY_SET, 30))
+    (tmp_path / f"{name}-3.py").write_text(stored(signature, BY_MUL, 30))
+    smaller = store_repro(verified(BY_MUL, 20), tmp_path).repro
+    assert smaller is not None and smaller.status is ReproStatus.WRITTEN
+    assert Path(smaller.path).name == f"{name}-3.py"
+    assert sorted(path.name for path in tmp_path.glob("*.py")) == [f"{name}-2.py", f"{name}-3.py"]
+
+
+def test_a_message_one_file_names_is_one_bug_until_files_of_other_calls_share_it(
+    tmp_path: Path,
+) -> None:
+    from pytest_cgraph.repro import store_repro
+
+    message = "one of the variables needed for gradient computation has been modified"
+    first = store_repro(verified(BY_MUL, 30, message), tmp_path).repro
+    # the message alone names the bug (as the registry says): the smaller replaces it
+    replaced = store_repro(verified(BY_SET, 20, message), tmp_path).repro
+    assert first is not None and replaced is not None
+    assert (replaced.status, replaced.path) == (ReproStatus.WRITTEN, first.path)
+    # once a file of other calls shares the message, the calls tell its bugs apart
+    name = Path(first.path).stem
+    signature = verified(BY_MUL, 1, message).signature
+    (tmp_path / f"{name}-2.py").write_text(stored(signature, BY_MUL, 25))
+    by_t = "def program(a0):\n    a0.t_()\n    return (a0,)\n"
+    beside = store_repro(verified(by_t, 10, message), tmp_path).repro
+    assert beside is not None and Path(beside.path).name == f"{name}-3.py"
 
 
 def test_a_foreign_file_is_never_overwritten(tmp_path: Path) -> None:
