@@ -22,9 +22,10 @@ type, normalised message) must be a registry's, and — unless the signature
 carries an exception's message or the failure ends its process, either of
 which names the bug by itself — its first diverging layer must be the
 entry's too. Where a signature is broad (no message, a dead process's site,
-or a message several entries share), the failing program must also make
-every call of one entry's minimal program. So a new wrong gradient that only the backend under test
-produces is never hidden by a known one that AOTAutograd produces.
+or a message that entries of different calls share), the failing program
+must also make every call of one entry's minimal program. So a new wrong
+gradient that only the backend under test produces is never hidden by a
+known one that AOTAutograd produces.
 
 Torch-free: the plugin recognises repro files while collecting.
 """
@@ -390,8 +391,8 @@ class Registry:
         An entry matches on the base signature; where that is broad (no
         exception message in it), also on the layer, and only if the failing
         program calls every operation of the entry's minimal program
-        (``ops``: what it calls). A message that several entries share is
-        broad too: their ops, not the message, tell their bugs apart.
+        (``ops``: what it calls). A message that entries of different
+        calls share is broad too: their ops, not the message, tell their bugs apart.
         ``layer_of`` is called (once) only when the layer decides it.
         """
         candidates = self._entries.get(difference.signature, [])
