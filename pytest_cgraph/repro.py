@@ -426,14 +426,18 @@ def _subprocess_verdict(
     reproduced = [line for line in run.stdout.splitlines() if line.startswith("REPRODUCED")]
     if reproduced:
         return ScriptRun(reproduced[-1])
+    if hang_timeout is not None and "Timeout (" in run.stderr:
+        # faulthandler's watchdog fired: the program hung. Its dump of every
+        # thread is not safe against threads in flux (torch's, mid-compile on
+        # a loaded machine) and may crash the process: that death is the
+        # dump's, after the hang was shown.
+        return ScriptRun(f"python FILE hung past {hang_timeout}")
     if run.returncode < 0:  # killed by a signal: the crash itself, if it is the same crash
         how, cause = describe_exit(run.returncode), exit_signal(run.returncode) or UNSEEN
         died = death(how, cause, crash_site(run.stderr))
         if died_in_eager(run.stderr):  # not the compiled side's doing: no difference
             return ScriptRun(None, f"python FILE: eager itself was {died.detail}")
         return ScriptRun(None, f"python FILE {died.detail}", died)
-    if hang_timeout is not None and "Timeout (" in run.stderr:
-        return ScriptRun(f"python FILE hung past {hang_timeout}")
     last = (run.stderr.strip() or run.stdout.strip() or "(no output)").splitlines()[-1]
     return ScriptRun(None, f"python FILE {describe_exit(run.returncode)}: {last}")
 

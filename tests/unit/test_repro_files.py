@@ -164,6 +164,22 @@ def test_a_message_one_file_names_is_one_bug_until_files_of_other_calls_share_it
     assert beside is not None and Path(beside.path).name == f"{name}-3.py"
 
 
+def test_a_hang_whose_faulthandler_dump_crashed_still_reproduced_its_hang() -> None:
+    import subprocess as sp
+
+    from pytest_cgraph.repro import _subprocess_verdict
+
+    dump = 'Timeout (0:00:01)!\nThread 0x7f (most recent call first):\n  File "x.py", line 3\n'
+    segfault = "Fatal Python error: Segmentation fault\n"
+    crashed = sp.CompletedProcess(["python"], -11, "", dump + segfault)
+    verdict = _subprocess_verdict(crashed, 121.0, "TIMEOUT = 1 s")
+    assert verdict.reproduced == "python FILE hung past TIMEOUT = 1 s" and verdict.death is None
+    # without the watchdog's header, a signal is a death, not a hang
+    died = sp.CompletedProcess(["python"], -11, "", segfault)
+    verdict = _subprocess_verdict(died, 121.0, "TIMEOUT = 1 s")
+    assert verdict.reproduced is None and verdict.death is not None
+
+
 def test_a_foreign_file_is_never_overwritten(tmp_path: Path) -> None:
     (tmp_path / "value-output_0.py").write_text("# my own notes\n")
     path, written = write_repro(tmp_path, "value-output_0", text(100), 100)
