@@ -474,7 +474,11 @@ def replay_file(path: Path) -> str:
 
 def locate_layer(case: Case, like: Difference | None = None) -> tuple[str | None, bool]:
     """The first rung of the ladder that shows the failure ``like`` (its symptom; without
-    one: that diverges at all), and whether it is the CUDA-graph path."""
+    one: that diverges at all), and whether it is the CUDA-graph path.
+
+    ``like`` is what checking ``case`` gave: the rung of ``case.backend`` is
+    taken from it, not checked again.
+    """
     import warnings
 
     from pytest_cgraph.backends import resolve_device

@@ -72,9 +72,22 @@ def climb(
     like: Difference | None = None,
 ) -> list[Rung]:
     """Check ``source`` on each rung, lowest first; stop at the first that diverges
-    (``like`` a failure: the first with its symptom, past rungs that differ otherwise)."""
+    (``like`` a failure: the first with its symptom, past rungs that differ otherwise).
+
+    ``like`` is what checking ``source`` with ``backend`` gave: where ``backend``
+    is itself a rung, that rung is this very check, so it is not run again
+    (it shows the failure by definition). That saves a compile and a check
+    on every climb that reaches the top, as one that locates a bug in the
+    backend under test, or tells a new bug from a known one of a lower
+    layer, does.
+    """
     climbed = []
     for name in rungs_for(backend, str(device or "cpu")):
+        if like is not None and name == backend:
+            climbed.append(Rung(name, difference=like))
+            if stop_at_first:
+                break
+            continue
         try:
             check_source(source, backend=Backend.named(name), device=device, iters=iters)
         except EquivalenceError as error:

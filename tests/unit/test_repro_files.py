@@ -12,6 +12,7 @@ import pytest
 
 from pytest_cgraph.errors import EquivalenceError
 from pytest_cgraph.failures import Case, Failure, ReproStatus
+from pytest_cgraph.oracle.compiling import Backend
 from pytest_cgraph.repro import make_repro
 from pytest_cgraph.repro_files import MARKER_LINE, write_repro
 from pytest_cgraph.runner import check_source
@@ -441,3 +442,24 @@ def test_a_repro_that_dies_elsewhere_does_not_reproduce_the_death() -> None:
     assert ScriptRun("REPRODUCED (aot_eager): x").reproduces("anything") == (
         "REPRODUCED (aot_eager): x"
     )
+
+
+def test_the_ladder_takes_the_backends_own_rung_from_the_failure_not_a_second_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pytest_cgraph.oracle import ladder
+
+    failure = failing(TWO_BUGS_TWO_RUNGS, "cudagraphs")
+    checked: list[str] = []
+    check = ladder.check_source
+
+    def counting_check(source: str, *, backend: Backend, **settings: object) -> object:
+        checked.append(backend.name)
+        return check(source, backend=backend, **settings)
+
+    monkeypatch.setattr(ladder, "check_source", counting_check)
+    rungs = ladder.climb(TWO_BUGS_TWO_RUNGS, "cudagraphs", None, 5, like=failure.difference)
+    assert checked == ["eager", "aot_eager"]
+    assert [rung.name for rung in rungs] == ["eager", "aot_eager", "cudagraphs"]
+    assert rungs[-1].difference == failure.difference
+    assert ladder.first_diverging(rungs, failure.difference) == ("cudagraphs", True)
