@@ -227,6 +227,33 @@ def drop_idle_trace_handler() -> None:
 
 
 @contextmanager
+def without_captured_trace() -> Iterator[None]:
+    """Detach pytest's log-capture handlers from torch's structured trace while the block runs.
+
+    pytest attaches its capture handlers to every logger that does not
+    propagate, ``torch.__trace`` among them. A handler there, any handler,
+    makes every compile build its structured-trace records (stacks, JSON
+    metadata and payloads, for ``tlparse``) and hand them to pytest, which
+    keeps them in memory until the test ends: a third more time per compile
+    of a small program, and records no test report shows usefully. torch's
+    own handler (``TORCH_TRACE``) is kept; pytest's are back when the block ends.
+    """
+    trace_log = logging.getLogger("torch.__trace")
+    detached = [
+        handler
+        for handler in trace_log.handlers
+        if type(handler).__module__.partition(".")[0] == "_pytest"
+    ]
+    for handler in detached:
+        trace_log.removeHandler(handler)
+    try:
+        yield
+    finally:
+        for handler in detached:
+            trace_log.addHandler(handler)
+
+
+@contextmanager
 def without_guard_profiling() -> Iterator[None]:
     """Skip Dynamo's guard-latency measurement while the block compiles.
 

@@ -41,6 +41,7 @@ from pytest_cgraph.oracle.compiling import (
     grad_mode,
     mark_step,
     reset_compiler_state,
+    without_captured_trace,
     without_guard_profiling,
 )
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
@@ -211,7 +212,12 @@ def _iterate(
     spec: Any = None
     names: list[str] = []
     tensor_outputs = 0
-    with collect_compile_evidence() as evidence, comparable_inductor(), without_guard_profiling():
+    with (
+        collect_compile_evidence() as evidence,
+        comparable_inductor(),
+        without_guard_profiling(),
+        without_captured_trace(),
+    ):
         for k in range(1, settings.iters + 1):
             if fresh_args is not None or spec is None:
                 base = tuple(fresh_args(k)) if fresh_args is not None else tuple(args)

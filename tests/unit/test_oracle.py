@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 import torch
 
@@ -266,3 +268,32 @@ def test_a_checked_program_leaves_nothing_in_linecache() -> None:
     check_source(source, backend="aot_eager")
     # registered for tracebacks while it ran; a long run's process keeps none of them
     assert source_filename(source) not in linecache.cache
+
+
+class _TraceFileHandler(logging.Handler):
+    """Stands for a handler someone attached to torch's structured trace to keep it."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_pytests_log_capture_takes_no_structured_trace_from_a_check(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    trace_log = logging.getLogger("torch.__trace")
+    # pytest attaches its capture to every logger that does not propagate
+    assert caplog.handler in trace_log.handlers
+    kept = _TraceFileHandler()
+    trace_log.addHandler(kept)
+    try:
+        check_equivalent(scale_and_mutate, torch.randn(3), torch.randn(3), backend="aot_eager")
+    finally:
+        trace_log.removeHandler(kept)
+    # while the check compiled, only a handler of the trace's own got its records
+    assert kept.records
+    assert not [record for record in caplog.records if record.name == "torch.__trace"]
+    assert caplog.handler in trace_log.handlers  # and pytest's capture is back
