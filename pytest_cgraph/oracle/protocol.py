@@ -26,7 +26,10 @@ the constants here; consumers read them through :class:`ProgramSpec`.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import linecache
+import sys
+import types
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,6 +111,12 @@ class ProgramSpec:
         )
 
 
+#: Modules :func:`load_source` registered in ``sys.modules``, per file name.
+_modules: dict[str, list[str]] = {}
+#: Numbers each load: two loads of one text (each side's copy) are two modules.
+_loads = itertools.count()
+
+
 def source_filename(source: str) -> str:
     """The file name a program's code is compiled under: its own, derived from its text.
 
@@ -121,14 +130,26 @@ def source_filename(source: str) -> str:
 
 
 def forget_source(source: str, filename: str | None = None) -> None:
-    """Drop what :func:`load_source` registered for tracebacks, once nothing will format one."""
-    linecache.cache.pop(filename or source_filename(source), None)
+    """Drop what :func:`load_source` registered (lines, modules), once nothing needs it."""
+    filename = filename or source_filename(source)
+    linecache.cache.pop(filename, None)
+    for name in _modules.pop(filename, ()):
+        sys.modules.pop(name, None)
 
 
 def load_source(source: str, filename: str | None = None) -> dict[str, Any]:
-    """Execute a program's source in a fresh namespace; register it so tracebacks show it."""
+    """Execute a program's source in a fresh module; register it so tracebacks show it.
+
+    The module is importable by its name while the program is checked, as a
+    model's own module is: Dynamo imports the module of a function it
+    inlines from other globals (a hook called in backward), by that name.
+    """
     filename = filename or source_filename(source)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace: dict[str, Any] = {"__name__": "cgraph_program"}
-    exec(compile(source, filename, "exec"), namespace)
-    return namespace
+    digest = hashlib.sha1(filename.encode()).hexdigest()[:12]
+    module = types.ModuleType(f"cgraph_program_{digest}_{next(_loads)}")
+    module.__file__ = filename
+    sys.modules[module.__name__] = module
+    _modules.setdefault(filename, []).append(module.__name__)
+    exec(compile(source, filename, "exec"), module.__dict__)
+    return module.__dict__

@@ -270,6 +270,43 @@ def test_a_checked_program_leaves_nothing_in_linecache() -> None:
     assert source_filename(source) not in linecache.cache
 
 
+# A hook defined beside the program and called in a backward compiled autograd
+# traces: Dynamo inlines it from its own globals and imports its module by
+# name, as it would a model's.
+HOOK_IN_BACKWARD = """
+import torch
+
+
+def step_in_backward(p):
+    with torch.no_grad():
+        p.add_(p.grad, alpha=-0.1)
+
+
+def program(a0, p1):
+    p1.register_post_accumulate_grad_hook(step_in_backward)
+    return (a0 @ a0.mT, p1)
+
+
+def inputs(k):
+    return (torch.ones(2, 2), torch.nn.Parameter(torch.ones(2)))
+
+
+COMPILED_AUTOGRAD = True
+"""
+
+
+def test_a_programs_module_is_importable_while_checked_and_dropped_after() -> None:
+    import sys
+
+    from pytest_cgraph.runner import check_source
+
+    before = {name for name in sys.modules if name.startswith("cgraph_program")}
+    # Not importable, the compiled backward raised ModuleNotFoundError: a false alarm.
+    report = check_source(HOOK_IN_BACKWARD, backend="eager", iters=2)
+    assert report.iterations == 2
+    assert {name for name in sys.modules if name.startswith("cgraph_program")} == before
+
+
 class _TraceFileHandler(logging.Handler):
     """Stands for a handler someone attached to torch's structured trace to keep it."""
 
