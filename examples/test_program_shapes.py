@@ -4,8 +4,10 @@ One scenario per hazard class the generator draws: several graphs per
 program and several compiled functions, custom autograd Functions and
 custom ops, an optimizer stepping between calls, inputs that overlap at an
 offset, inputs that require grad without being leaves, low-precision and
-complex values, an ambient inference mode. Each is a model author's check
-that eager and compiled agree.
+complex values, an ambient inference mode, foreach ops, activation
+checkpointing, autocast, post-accumulate-grad hooks, layouts and
+value-dependent sizes, torch.func, grad modes switched inside a call.
+Each is a model author's check that eager and compiled agree.
 """
 
 from __future__ import annotations
@@ -139,3 +141,84 @@ def test_two_compiled_functions_chained(cgraph):
 def test_inference_mode_around_every_call(cgraph):
     source = TWO_COMPILED_STAGES + 'GRAD_MODE = "inference_mode"\n'
     cgraph.check_source(source.replace('COMPILE = ("stage0", "stage1")', ""))
+
+
+def test_foreach_over_two_inputs(cgraph):
+    # One foreach op writes both inputs, as optimizers' fused updates do.
+    def model(x, y):
+        torch._foreach_mul_([x, y], 2.0)
+        return torch._foreach_add([x, y], 1.0)
+
+    cgraph.check(model, torch.randn(3), torch.randn(2, 3))
+
+
+def _recomputed(t):
+    u = t * 2
+    u.add_(1)
+    return torch.nn.functional.dropout(u, 0.5).sin()
+
+
+def test_activation_checkpointing_with_random_numbers(cgraph):
+    # Backward recomputes the body: its dropout mask must be the forward's.
+    def model(x):
+        return torch.utils.checkpoint.checkpoint(_recomputed, x, use_reentrant=False)
+
+    cgraph.check(model, torch.randn(4, requires_grad=True))
+
+
+def test_autocast_region_with_writes(cgraph):
+    def model(x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = x @ x.mT
+            y.add_(1)
+        return y, y.float().sum()
+
+    cgraph.check(model, torch.randn(2, 3))
+
+
+def test_optimizer_step_in_a_post_accumulate_grad_hook(cgraph):
+    # The parameter is updated the moment its grad is accumulated. The hook
+    # is registered inside the call: each side's copy of the weight gets it.
+    def step_in_backward(p):
+        with torch.no_grad():
+            p.add_(p.grad, alpha=-0.1)
+
+    def model(x, w):
+        handle = w.register_post_accumulate_grad_hook(step_in_backward)
+        loss = (x * w).sum()
+        loss.backward()
+        handle.remove()
+        return loss.detach()
+
+    cgraph.check(model, torch.randn(3), torch.randn(3, requires_grad=True), backward=False)
+
+
+def test_layouts_windows_and_value_dependent_sizes(cgraph):
+    def model(x):
+        channels_last = x.contiguous(memory_format=torch.channels_last)
+        windows = x.flatten().unfold(0, 2, 1)
+        return channels_last * 2, windows.sum(-1), x.nonzero(), channels_last.stride()
+
+    cgraph.check(model, torch.randn(2, 3, 2, 2))
+
+
+def test_function_transforms(cgraph):
+    def model(x):
+        batched = torch.vmap(lambda t: t * t.sum())(x)
+        gradient = torch.func.grad(lambda t: t.sin().sum())(x)
+        return batched, gradient
+
+    cgraph.check(model, torch.randn(2, 3))
+
+
+def test_grad_mode_switched_inside_an_ambient_mode(cgraph):
+    # Blocks and calls that switch the grad mode: each must be undone.
+    def model(x):
+        with torch.inference_mode(False):
+            y = x * 2
+        torch.set_grad_enabled(False)
+        z = y + 1
+        torch.set_grad_enabled(True)
+        return y, z
+
+    cgraph.check(model, torch.randn(3, requires_grad=True))

@@ -190,6 +190,11 @@ def _leaf_with_grad(var: Var) -> bool:
     return var.tensor is not None and _is_grad_leaf(var.tensor)
 
 
+def _nonleaf_with_grad(var: Var) -> bool:
+    tensor = var.tensor
+    return tensor is not None and tensor.requires_grad and not _is_leaf(tensor)
+
+
 def _assign(expression: str) -> Builder:
     """``v = <expression>`` with ``{x}`` the target."""
     return lambda ctx: ([f"{ctx.new_name} = {expression.format(x=ctx.x)}"], True)
@@ -589,13 +594,16 @@ def _reduce(ctx: Context) -> tuple[list[str], bool]:
 # baseline four ways); drawn, it re-finds that one bug under every op mix.
 _maybe_same = _assign_one_of("{x}.contiguous()", "{x}.to({x}.dtype)", "{x}.type_as({x})")
 
-# Python values read off a tensor (size, rank, requires_grad), used by
+# Python values read off a tensor (size, rank, requires_grad, is_inference,
+# is_contiguous), used by
 # later statements: Dynamo guards on them or specialises.
 _metadata_read = _assign_one_of(
     "{x}.size(0) if {x}.dim() else 1",
     "{x}.dim() + 1",
     "{x}.numel()",
     "2 if {x}.requires_grad else 3",
+    "2 if {x}.is_inference() else 3",
+    "2 if {x}.is_contiguous() else 3",
 )
 
 # Definitions: strategies/templates.py (the program carries them).
@@ -657,6 +665,160 @@ def _module_call(ctx: Context) -> tuple[list[str], bool] | None:
     if not modules:
         return None
     return [f"{ctx.new_name} = {ctx.draw(st.sampled_from(modules))}({ctx.x})"], True
+
+
+def _writable_tensor(tensor: torch.Tensor) -> bool:
+    return not _is_grad_leaf(tensor) and torch._debug_has_internal_overlap(tensor) != 1
+
+
+def _foreach(ctx: Context) -> tuple[list[str], bool]:
+    # The list's second entry: the target again, a view of it, or another
+    # tensor that may share its memory. Eager applies the op entry by entry.
+    second = ctx.x
+    partner = ctx.draw(st.sampled_from(["self", "view", "other"]))
+    if partner == "view" and ctx.t.dim() >= 1:
+        second = f"{ctx.x}[0]"
+    elif partner == "other":
+        second = ctx.other(lambda t: t.dtype == ctx.t.dtype and _writable_tensor(t)) or ctx.x
+    op = ctx.draw(st.sampled_from(["_foreach_add_", "_foreach_mul_", "_foreach_add"]))
+    if op == "_foreach_add":
+        return [f"{ctx.new_name} = torch._foreach_add([{ctx.x}, {second}], 1.5)[-1]"], True
+    value = "1.5" if op == "_foreach_add_" else "2.0"
+    return [f"torch.{op}([{ctx.x}, {second}], {value})"], False
+
+
+def _checkpoint(ctx: Context) -> tuple[list[str], bool]:
+    # No random body: torch 2.13 refuses RNG ops in a checkpointed region
+    # under compile (recorded in the baseline), which every such draw re-finds.
+    body = ctx.draw(st.sampled_from(["checkpointed_sin", "checkpointed_inplace"]))
+    return [
+        f"{ctx.new_name} = torch.utils.checkpoint.checkpoint({body}, {ctx.x}, use_reentrant=False)"
+    ], True
+
+
+def _autocast(ctx: Context) -> tuple[list[str], bool]:
+    product = (
+        f"{ctx.x} @ {ctx.x}.mT"
+        if ctx.t.dim() >= 2
+        else f"{ctx.x}.unsqueeze(-1) @ {ctx.x}.unsqueeze(0)"
+    )
+    lines = ['with torch.autocast("cpu", dtype=torch.bfloat16):', f"    {ctx.new_name} = {product}"]
+    then = ctx.draw(st.sampled_from(["", "result", "target"]))
+    if then == "result":
+        lines.append(f"    {ctx.new_name}.add_(1)")
+    elif then == "target" and _writable_tensor(ctx.t):
+        lines.append(f"    {ctx.x}.mul_(2)")
+    return lines, True
+
+
+def _retain_grad(ctx: Context) -> tuple[list[str], bool]:
+    return [
+        f"{ctx.x}.retain_grad()",
+        f"{ctx.x}.sum().backward(retain_graph=True)",
+        f"{ctx.new_name} = {ctx.x}.grad",
+    ], True
+
+
+def _memory_format(ctx: Context) -> tuple[list[str], bool]:
+    how = ["torch.empty_like({x}).copy_({x})", "{x}.clone(memory_format=torch.preserve_format)"]
+    if ctx.t.dim() == 4:
+        how += [
+            "{x}.contiguous(memory_format=torch.channels_last)",
+            "{x}.to(memory_format=torch.channels_last)",
+        ]
+    return [f"{ctx.new_name} = {ctx.draw(st.sampled_from(how)).format(x=ctx.x)}"], True
+
+
+# Results whose size depends on the values (Dynamo graph-breaks or traces
+# unbacked sizes), and a tensor rebuilt from Python values. Not unique():
+# it has no derivative, so most draws on a tensor that requires grad fail.
+_data_dependent = _assign_one_of(
+    "{x}.nonzero()",
+    "torch.masked_select({x}, {x} > 0)",
+    "{x}.flatten()[: int(({x} > 0).sum())]",
+    "torch.tensor({x}.tolist(), dtype={x}.dtype)",
+)
+
+
+def _post_accumulate_hook(ctx: Context) -> tuple[list[str], bool]:
+    hook = ctx.draw(st.sampled_from(["halve_grad_in_place", "step_in_backward"]))
+    return [f"{ctx.x}.register_post_accumulate_grad_hook({hook})"], False
+
+
+def _functorch(ctx: Context) -> tuple[list[str], bool]:
+    how = [
+        "torch.vmap(torch.sin)({x})",
+        "torch.vmap(lambda t: t * t.sum())({x})",
+        "torch.func.grad(lambda t: t.sin().sum())({x})",
+    ]
+    if _writable_tensor(ctx.t):
+        # In place through vmap: each batch slice of the target is written.
+        how.append("torch.vmap(lambda t: t.mul_(2))({x})")
+    return [f"{ctx.new_name} = {ctx.draw(st.sampled_from(how)).format(x=ctx.x)}"], True
+
+
+def _grad_mode_switch(ctx: Context) -> tuple[list[str], bool]:
+    # Modes switched by call or by a block nested in whatever mode is
+    # ambient (GRAD_MODE): Dynamo must restore the mode it found.
+    how = ctx.draw(st.sampled_from(["inference_false", "set_grad_calls", "set_grad_block"]))
+    if how == "set_grad_calls":
+        return [
+            "torch.set_grad_enabled(False)",
+            f"{ctx.new_name} = {ctx.x} * 2",
+            "torch.set_grad_enabled(True)",
+        ], True
+    block = (
+        "with torch.inference_mode(False):"
+        if how == "inference_false"
+        else "with torch.set_grad_enabled(True):"
+    )
+    return [block, f"    {ctx.new_name} = {ctx.x} * 2"], True
+
+
+def _inference_block(ctx: Context) -> tuple[list[str], bool]:
+    return ["with torch.inference_mode():", f"    {ctx.new_name} = {ctx.x} * 2"], True
+
+
+def _grad_assign(ctx: Context) -> tuple[list[str], bool]:
+    how = ctx.draw(
+        st.sampled_from(["torch.ones_like({x})", "None", "{x}.detach() * 2", "{x}.detach()"])
+    )
+    return [f"{ctx.x}.grad = {how.format(x=ctx.x)}"], False
+
+
+def _inplace_more(ctx: Context) -> tuple[list[str], bool]:
+    i = ctx.index()
+    how = ctx.draw(
+        st.sampled_from(
+            [
+                "{x}.index_fill_(0, torch.tensor([{i}, {i}]), 2.0)",
+                "{x}.put_(torch.tensor([{i}, {i}]), torch.tensor([1.0, 2.0], dtype={x}.dtype),"
+                " accumulate=True)",
+                "{x}.masked_scatter_({x} > 0, torch.ones_like({x}) * 3)",
+                "{x}.lerp_(torch.ones_like({x}), 0.5)",
+                "{x}.addcmul_({x}, {x}, value=0.5)",
+                "{x}.scatter_reduce_(0, torch.zeros_like({x}, dtype=torch.long), {x} * 2, 'amax')",
+            ]
+        )
+    )
+    return [how.format(x=ctx.x, i=i)], False
+
+
+def _unfold(ctx: Context) -> tuple[list[str], bool]:
+    dim = ctx.dim()
+    size = 2 if ctx.t.shape[dim] >= 2 else 1
+    return [f"{ctx.new_name} = {ctx.x}.unfold({dim}, {size}, 1)"], True
+
+
+# Python over tensors, which Dynamo interprets: builtins, comprehensions,
+# starred shapes, slicing of tuples of tensors.
+_python_constructs = _assign_one_of(
+    "sum([{x}, {x} * 2])",
+    "torch.stack([t * i for i, t in enumerate({x}.unbind(0))])",
+    "{x}.reshape(*reversed({x}.shape))",
+    "torch.cat({x}.unbind(0)[::-1])",
+    "{x}.split([1, {x}.shape[0] - 1])[-1]",
+)
 
 
 def _families(*names: str) -> frozenset[str]:
@@ -783,6 +945,34 @@ OPS: tuple[OpSpec, ...] = (
     # Real views of complex memory and back (.real, .imag, view_as_real/complex):
     # views across dtypes, which functionalization replays by their own rules.
     OpSpec("complex_view", "view", VIEWS | MUTATION, _complex_viewable, _complex_view),
+    # Lists of tensors that may alias each other through one foreach op.
+    OpSpec("foreach", "inplace", MUTATION | VIEWS, _writable(_floating), _foreach),
+    # Activation checkpointing: backward recomputes a body (random, in place).
+    OpSpec("checkpoint", "autograd", AUTOGRAD | RNG, _floating, _checkpoint),
+    # Autocast to bfloat16 around a product, with writes inside the region.
+    OpSpec("autocast", "transfer", TRANSFER | AUTOGRAD | MUTATION, _floating_rank(1), _autocast),
+    # A non-leaf keeps its grad (retain_grad), read after a backward.
+    OpSpec("retain_grad", "autograd", AUTOGRAD, _nonleaf_with_grad, _retain_grad),
+    # Copies that keep or change the layout (channels_last, preserve_format).
+    OpSpec("memory_format", "view", VIEWS | MUTATION, _tensor, _memory_format),
+    # Results whose size depends on values: nonzero, masked_select, tolist.
+    OpSpec("data_dependent", "outplace", VIEWS | SCALARS, _rank_at_least(1), _data_dependent),
+    # A hook that writes the grad or the leaf itself once its grad is accumulated.
+    OpSpec("post_accumulate_hook", "autograd", AUTOGRAD, _leaf_with_grad, _post_accumulate_hook),
+    # torch.func transforms: vmap (in place too) and grad.
+    OpSpec("functorch", "outplace", VIEWS | AUTOGRAD | MUTATION, _floating_rank(1), _functorch),
+    # Inference tensors made inside the program, used after the block.
+    OpSpec("inference_mode", "autograd", AUTOGRAD | MUTATION, _floating, _inference_block),
+    # Grad modes switched by calls or nested blocks inside the ambient mode.
+    OpSpec("grad_mode_switch", "autograd", AUTOGRAD | MUTATION, _floating, _grad_mode_switch),
+    # .grad assigned: a fresh tensor, None, or the leaf's own memory.
+    OpSpec("grad_assign", "autograd", AUTOGRAD, _leaf_with_grad, _grad_assign),
+    # More in-place index and blend ops (duplicate indices accumulate).
+    OpSpec("inplace_more", "inplace", MUTATION, _writable(_floating_rank(1)), _inplace_more),
+    # Overlapping windows: a view whose elements share memory.
+    OpSpec("unfold", "view", VIEWS, _rank_at_least(1), _unfold),
+    # Python builtins and comprehensions over tensors.
+    OpSpec("python", "outplace", SCALARS | VIEWS, _rank_at_least(1), _python_constructs),
 )
 
 

@@ -1,4 +1,4 @@
-"""Module-level definitions a drawn statement may call: autograd Functions and custom ops.
+"""Module-level definitions a drawn statement may call: autograd Functions, custom ops, hooks.
 
 A statement names a definition by writing its call (``SavedScale.apply(x)``,
 ``torch.ops.cgraph.add_one_(x)``); the program then carries the definition
@@ -98,6 +98,31 @@ if not hasattr(torch.ops.cgraph, "scaled"):
         return torch.empty_like(x)
 
     _cgraph_scaled.register_autograd(lambda ctx, grad: grad * 1.5)
+""",
+    "checkpointed_sin": """
+# Activation checkpointing: forward saves nothing, backward recomputes this
+# body; the compiled graph must recompute what eager does.
+def checkpointed_sin(t):
+    return torch.sin(t) * 2
+""",
+    "checkpointed_inplace": """
+# A checkpointed body that writes an intermediate in place before using it.
+def checkpointed_inplace(t):
+    u = t * 2
+    u.add_(1)
+    return u.sin()
+""",
+    "halve_grad_in_place": """
+# A post-accumulate-grad hook that writes the accumulated grad in place.
+def halve_grad_in_place(p):
+    p.grad.mul_(0.5)
+""",
+    "step_in_backward": """
+# An optimizer step inside backward: the hook updates the leaf in place as
+# soon as its grad is accumulated, as optimizer-in-backward training does.
+def step_in_backward(p):
+    with torch.no_grad():
+        p.add_(p.grad, alpha=-0.1)
 """,
 }
 

@@ -151,6 +151,71 @@ LOW_PRECISION_AND_COMPLEX = program(
 )
 
 
+# Two inputs written through one foreach op (disjoint memory).
+FOREACH_OVER_INPUTS = program(
+    statement("torch._foreach_mul_([a0, a1], 2.0)"),
+    statement("v0 = torch._foreach_add([a0, a1], 1.5)[-1]", defines="v0"),
+    outputs=("v0",),
+    inputs=(InputSpec("a0", shape=(2, 3)), InputSpec("a1", shape=(3,))),
+)
+
+# Checkpointed bodies (one writing an intermediate in place), then a backward
+# that recomputes them; the oracle's own backward recomputes them again.
+CHECKPOINTED = program(
+    statement(
+        "v0 = torch.utils.checkpoint.checkpoint(checkpointed_inplace, a0, use_reentrant=False)",
+        defines="v0",
+    ),
+    statement(
+        "v1 = torch.utils.checkpoint.checkpoint(checkpointed_sin, v0, use_reentrant=False)",
+        defines="v1",
+    ),
+    statement("v1.sum().backward(retain_graph=True)"),
+    outputs=("v1",),
+    inputs=(InputSpec("a0", shape=(2, 3), requires_grad=True),),
+)
+
+# An autocast region that writes its result and an input in place; a grad
+# kept on a non-leaf; hooks that run once a leaf's grad is accumulated.
+AUTOCAST_AND_GRAD_HOOKS = program(
+    statement("a1.register_post_accumulate_grad_hook(halve_grad_in_place)"),
+    statement(
+        'with torch.autocast("cpu", dtype=torch.bfloat16):',
+        "    v0 = a0 @ a0.mT",
+        "    v0.add_(1)",
+        "    a0.mul_(2)",
+        defines="v0",
+    ),
+    statement("v1 = a1 * v0.float().sum()", defines="v1"),
+    statement(
+        "v1.retain_grad()", "v1.sum().backward(retain_graph=True)", "v2 = v1.grad", defines="v2"
+    ),
+    outputs=("v1", "v2"),
+    inputs=(InputSpec("a0", shape=(2, 3)), InputSpec("a1", shape=(3,), requires_grad=True)),
+)
+
+# Layout changes, overlapping windows, value-dependent sizes, Python over
+# tensors, torch.func, inference tensors, .grad assigned.
+LAYOUTS_AND_TRANSFORMS = program(
+    statement(
+        "v0 = a0.reshape(1, 2, 3, 1).contiguous(memory_format=torch.channels_last)", defines="v0"
+    ),
+    statement("v1 = a0.unfold(1, 2, 1)", defines="v1"),
+    statement("v2 = a0.nonzero()", defines="v2"),
+    statement("v3 = torch.stack([t * i for i, t in enumerate(a0.unbind(0))])", defines="v3"),
+    statement("v4 = torch.vmap(lambda t: t * t.sum())(a0)", defines="v4"),
+    statement("v5 = 2 if v0.is_contiguous() else 3", defines="v5"),
+    statement("with torch.inference_mode():", "    v6 = a0 * 2", defines="v6"),
+    statement("a0.index_fill_(0, torch.tensor([1, 1]), 2.0)"),
+    statement("p1.grad = p1.detach() * 2"),
+    outputs=("v0", "v1", "v2", "v3", "v4", "v5", "v6", "a0"),
+    inputs=(
+        InputSpec("a0", shape=(2, 3)),
+        InputSpec("p1", role="parameter", shape=(3,), requires_grad=True),
+    ),
+)
+
+
 @pytest.mark.parametrize(
     "shape",
     [
@@ -161,6 +226,10 @@ LOW_PRECISION_AND_COMPLEX = program(
         CUSTOM_OP_MUTATING_AN_INPUT,
         CUSTOM_OP_UNDER_BACKWARD,
         AUTOGRAD_FUNCTIONS,
+        FOREACH_OVER_INPUTS,
+        CHECKPOINTED,
+        AUTOCAST_AND_GRAD_HOOKS,
+        LAYOUTS_AND_TRANSFORMS,
     ],
     ids=[
         "chained",
@@ -170,6 +239,10 @@ LOW_PRECISION_AND_COMPLEX = program(
         "custom_op",
         "custom_op_backward",
         "autograd_function",
+        "foreach",
+        "checkpoint",
+        "autocast_and_grad_hooks",
+        "layouts_and_transforms",
     ],
 )
 def test_a_shape_passes_on_a_correct_backend(shape: Program) -> None:
@@ -184,15 +257,30 @@ def test_a_graph_break_splits_the_program_into_graphs() -> None:
 
 @pytest.mark.parametrize(
     "shape",
-    [GRAPH_BREAK_ACROSS_A_MUTATION, CUSTOM_OP_MUTATING_AN_INPUT, CHAINED_STAGES, NON_LEAF_INPUT],
-    ids=["graph_break", "custom_op", "chained", "non_leaf_input"],
+    [
+        GRAPH_BREAK_ACROSS_A_MUTATION,
+        CUSTOM_OP_MUTATING_AN_INPUT,
+        CHAINED_STAGES,
+        NON_LEAF_INPUT,
+        FOREACH_OVER_INPUTS,
+        AUTOCAST_AND_GRAD_HOOKS,
+    ],
+    ids=[
+        "graph_break",
+        "custom_op",
+        "chained",
+        "non_leaf_input",
+        "foreach",
+        "autocast",
+    ],
 )
 def test_a_lost_input_mutation_is_caught_through_the_shape(shape: Program) -> None:
     from pytest_cgraph import EquivalenceError
 
     with pytest.raises(EquivalenceError) as caught:
         check_source(shape.render(), backend="faulty_lost_input_mutation", iters=3)
-    assert caught.value.difference.kind in (Kind.MUTATION, Kind.VALUE)
+    # Seen first where the lost write is read: the input, an output, or a grad.
+    assert caught.value.difference.kind in (Kind.MUTATION, Kind.VALUE, Kind.GRAD)
 
 
 @pytest.mark.parametrize(
