@@ -273,6 +273,9 @@ _SIZE = re.compile(r"torch\.Size\(\[[^\]]*\]\)")
 _SHAPE = re.compile(r"(?<![\w\])])[\[(]\s*(?:-?\d+(?:\s*,\s*-?\d+)*\s*,?)?\s*[\])]")
 _NUMBERED_NAME = re.compile(r"\b[A-Za-z_]+\d+(?:_\d+)*\b")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+# Dynamo's "Guard failed on the same frame it was created" quotes the guard
+# and the user code it came from: the program's, not the bug's.
+_GUARD_REASON = re.compile(r"\s*Guard fail reason:.*$")
 
 
 def normalised_message(message: str) -> str:
@@ -280,9 +283,10 @@ def normalised_message(message: str) -> str:
 
     Tensor type names (``torch.FloatTensor``) become ``TENSOR``, addresses
     ``ADDR``, quoted text ``Q``, shapes and sizes ``SHAPE``, numbered names
-    (``primals_1``, ``buf0``, ``v3``) ``NAME``, other numbers ``N``.
+    (``primals_1``, ``buf0``, ``v3``) ``NAME``, other numbers ``N``; a
+    guard Dynamo quotes is dropped.
     """
-    text = bug_line(message)
+    text = _GUARD_REASON.sub("", bug_line(message))
     text = _TENSOR_TYPE.sub("TENSOR", text)
     text = _ADDRESS.sub("ADDR", text)
     text = _QUOTED.sub("Q", text)
