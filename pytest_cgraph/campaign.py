@@ -5,8 +5,11 @@ time limit with an in-flight record, or in the session's isolated child),
 a recorder that replays a shrunk failure and writes its repro, and the
 session's registry of known bugs; it reports progress while it runs and
 fails, in a screenful per bug, when the hunt found new ones. An item's seed
-is the campaign seed mixed with its node id, so a campaign replays the same
-way whatever the number of xdist workers.
+is the campaign seed mixed with its node id, so a campaign of a number of
+examples replays the same way whatever the number of xdist workers. A
+time-boxed campaign (``--cgraph-duration``) passes over a bug that an
+earlier item of the same process found, so that it is shrunk and reported
+once.
 """
 
 from __future__ import annotations
@@ -97,6 +100,12 @@ class CampaignItem(pytest.Item):
                 case_of=self._case_of,
                 record=lambda failure: self._record(failure, checker),
                 registry=session.registry(self.config),
+                # Time-boxed hunts, whose findings depend on the clock anyway,
+                # pass over what an earlier item of the process found; a hunt
+                # of a number of examples stays the same whatever the workers.
+                found_in_run=(
+                    session.found_in_run(self.config) if options.duration is not None else {}
+                ),
                 layer_of=_layer_of,
                 budget=self.budget,
                 stats=stats,

@@ -2,8 +2,9 @@
 
 A round is one Hypothesis search over the item's programs. Each program is
 checked once (outcomes are memoised by source); a failure that a registry
-already knows, or that this hunt already found, is counted and passed over
-at once, so known bugs cost a check and nothing more. A new failure is
+already knows, or that this hunt or an earlier hunt of the same process
+already found, is counted and passed over at once, so known bugs cost a
+check and nothing more, and a bug is shrunk and reported once. A new failure is
 raised into Hypothesis, which shrinks it (within ``shrink_seconds``); the
 shrunk failure is recorded (its repro written) and a new round starts with
 a fresh seed, until the budget is spent.
@@ -152,6 +153,10 @@ class Hunt:
     progress: Callable[[Hunt], None] = lambda hunt: None
     clock: Callable[[], float] = time.monotonic
 
+    #: Signatures the process's hunts found (signature -> family), shared by them:
+    #: one bug that several families reach is shrunk and reported once.
+    found_in_run: dict[str, str] = field(default_factory=dict)
+
     new: dict[str, Failure] = field(default_factory=dict)
     drawn: int = 0
     checks: int = 0
@@ -203,6 +208,7 @@ class Hunt:
             seconds_to_repro=round(seconds, 2) if seconds is not None else None,
         )
         self.new[failure.signature] = recorded
+        self.found_in_run.setdefault(failure.signature, self.family)
         self.stats.failures.append(recorded)
         self.progress(self)
 
@@ -309,12 +315,16 @@ class Hunt:
         if difference is None:
             self.ends_in_a_row = 0
             return None
-        if known is not None or difference.signature in self.new:
+        if known is not None or difference.signature in self.new or self._found_before(difference):
             self.known_hits += 1
             self.ends_in_a_row = self.ends_in_a_row + 1 if difference.ends_process else 0
             return None
         self.ends_in_a_row = 0
         return Failure(case, difference)
+
+    def _found_before(self, difference: Difference) -> bool:
+        """Found by an earlier hunt of this process: reported there, not again here."""
+        return difference.signature in self.found_in_run
 
     def _known(self, difference: Difference, case: Case) -> KnownBug | None:
         def layer() -> str | None:

@@ -68,6 +68,22 @@ def plugin_modules(config: pytest.Config) -> tuple[str, ...]:
     return config.stash[_MODULES_KEY]
 
 
+_FOUND_KEY = pytest.StashKey[dict[str, str]]()
+
+
+def found_in_run(config: pytest.Config) -> dict[str, str]:
+    """Signatures this process's time-boxed campaign items found so far (signature -> family).
+
+    Shared by the items a process runs, so that a bug several families
+    reach is shrunk and reported by the first only (a campaign of a number
+    of examples does not share it: its items find the same whatever the
+    workers). Workers do not share it:
+    xdist gives a running worker no way to hear of another's findings, and
+    the controller writes each signature's repro once whichever sends it.
+    """
+    return config.stash.setdefault(_FOUND_KEY, {})
+
+
 def registry(config: pytest.Config) -> Registry:
     """The session's known bugs: the shipped baseline, ``--cgraph-known`` dirs, the repro dir.
 

@@ -279,3 +279,17 @@ def test_later_rounds_do_not_replay_what_the_hunt_found_and_stall_on_it() -> Non
     hunt.run()
     assert len(recorder.recorded) == 1 and hunt.rounds > 2
     assert not hunt.stalled
+
+
+def test_a_failure_an_earlier_hunt_of_the_process_found_is_passed_over_not_shrunk_again() -> None:
+    found_in_run: dict[str, str] = {}
+    first, first_recorder = make_hunt(wrong_from_ten, examples=40, found_in_run=found_in_run)
+    assert [failure.signature for failure in first.run()] == ["value-output"]
+    assert found_in_run == {"value-output": "numbers"}
+    second, second_recorder = make_hunt(wrong_from_ten, examples=40, found_in_run=found_in_run)
+    assert second.run() == []
+    assert second_recorder.recorded == [] and second.known_hits > 0
+    # Not shared, the second hunt shrinks and reports the same bug again.
+    alone, alone_recorder = make_hunt(wrong_from_ten, examples=40)
+    assert [failure.signature for failure in alone.run()] == ["value-output"]
+    assert len(first_recorder.recorded) == len(alone_recorder.recorded) == 1
