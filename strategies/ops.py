@@ -190,6 +190,11 @@ def _leaf_with_grad(var: Var) -> bool:
     return var.tensor is not None and _is_grad_leaf(var.tensor)
 
 
+def _floating_leaf(var: Var) -> bool:
+    tensor = var.tensor
+    return tensor is not None and tensor.dtype.is_floating_point and _is_leaf(tensor)
+
+
 def _nonleaf_with_grad(var: Var) -> bool:
     tensor = var.tensor
     return tensor is not None and tensor.requires_grad and not _is_leaf(tensor)
@@ -965,8 +970,9 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("inference_mode", "autograd", AUTOGRAD | MUTATION, _floating, _inference_block),
     # Grad modes switched by calls or nested blocks inside the ambient mode.
     OpSpec("grad_mode_switch", "autograd", AUTOGRAD | MUTATION, _floating, _grad_mode_switch),
-    # .grad assigned: a fresh tensor, None, or the leaf's own memory.
-    OpSpec("grad_assign", "autograd", AUTOGRAD, _leaf_with_grad, _grad_assign),
+    # .grad assigned to a leaf (requiring grad or not): a fresh tensor, None,
+    # or the leaf's own memory.
+    OpSpec("grad_assign", "autograd", AUTOGRAD, _floating_leaf, _grad_assign),
     # More in-place index and blend ops (duplicate indices accumulate).
     OpSpec("inplace_more", "inplace", MUTATION, _writable(_floating_rank(1)), _inplace_more),
     # Overlapping windows: a view whose elements share memory.
