@@ -62,3 +62,24 @@ def test_a_non_leaf_input_under_an_ambient_grad_mode_shrinks_to_one_input() -> N
     assert len(minimal.inputs) == 1 and len(minimal.statements) <= 1, minimal.render()
     assert minimal.schedule in ("fresh", "dynamic"), minimal.render()
     assert minimal.grad_mode == "no_grad", minimal.render()  # the simpler of the two
+
+
+def test_a_foreach_write_to_an_input_shrinks_to_two_statements_at_most() -> None:
+    minimal = find(
+        programs(families=("mutation",)),
+        lambda p: "foreach" in p.all_features() and "inplace_on_input" in p.all_features(),
+        settings=QUIET,
+    )
+    ops = [s.op for s in minimal.statements]
+    assert "foreach" in ops and len(ops) <= 2, minimal.render()
+    assert largest_side(minimal) <= 2, minimal.render()
+
+
+def test_a_checkpointed_body_under_backward_shrinks_small() -> None:
+    minimal = find(
+        programs(families=("autograd",)),
+        lambda p: {"checkpoint", "backward"} <= p.all_features(),
+        settings=QUIET,
+    )
+    assert len(minimal.statements) <= 3, minimal.render()
+    assert largest_side(minimal) <= 2, minimal.render()
