@@ -104,7 +104,7 @@ class CampaignItem(pytest.Item):
                 # pass over what an earlier item of the process found; a hunt
                 # of a number of examples stays the same whatever the workers.
                 found_in_run=(
-                    session.found_in_run(self.config) if options.duration is not None else {}
+                    session.found_in_run(self.config) if options.duration is not None else set()
                 ),
                 layer_of=_layer_of,
                 budget=self.budget,

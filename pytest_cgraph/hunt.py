@@ -153,9 +153,10 @@ class Hunt:
     progress: Callable[[Hunt], None] = lambda hunt: None
     clock: Callable[[], float] = time.monotonic
 
-    #: Signatures the process's hunts found (signature -> family), shared by them:
-    #: one bug that several families reach is shrunk and reported once.
-    found_in_run: dict[str, str] = field(default_factory=dict)
+    #: Signatures found so far: this hunt's, and, where the item shares the set
+    #: of its process, earlier hunts' too (a bug several families reach is
+    #: shrunk and reported once).
+    found_in_run: set[str] = field(default_factory=set)
 
     new: dict[str, Failure] = field(default_factory=dict)
     drawn: int = 0
@@ -208,7 +209,7 @@ class Hunt:
             seconds_to_repro=round(seconds, 2) if seconds is not None else None,
         )
         self.new[failure.signature] = recorded
-        self.found_in_run.setdefault(failure.signature, self.family)
+        self.found_in_run.add(failure.signature)
         self.stats.failures.append(recorded)
         self.progress(self)
 
@@ -315,16 +316,12 @@ class Hunt:
         if difference is None:
             self.ends_in_a_row = 0
             return None
-        if known is not None or difference.signature in self.new or self._found_before(difference):
+        if known is not None or difference.signature in self.found_in_run:
             self.known_hits += 1
             self.ends_in_a_row = self.ends_in_a_row + 1 if difference.ends_process else 0
             return None
         self.ends_in_a_row = 0
         return Failure(case, difference)
-
-    def _found_before(self, difference: Difference) -> bool:
-        """Found by an earlier hunt of this process: reported there, not again here."""
-        return difference.signature in self.found_in_run
 
     def _known(self, difference: Difference, case: Case) -> KnownBug | None:
         def layer() -> str | None:

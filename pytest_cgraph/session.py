@@ -68,20 +68,20 @@ def plugin_modules(config: pytest.Config) -> tuple[str, ...]:
     return config.stash[_MODULES_KEY]
 
 
-_FOUND_KEY = pytest.StashKey[dict[str, str]]()
+_FOUND_KEY = pytest.StashKey[set[str]]()
 
 
-def found_in_run(config: pytest.Config) -> dict[str, str]:
-    """Signatures this process's time-boxed campaign items found so far (signature -> family).
+def found_in_run(config: pytest.Config) -> set[str]:
+    """Signatures this process's time-boxed campaign items found so far.
 
     Shared by the items a process runs, so that a bug several families
     reach is shrunk and reported by the first only (a campaign of a number
     of examples does not share it: its items find the same whatever the
-    workers). Workers do not share it:
-    xdist gives a running worker no way to hear of another's findings, and
-    the controller writes each signature's repro once whichever sends it.
+    workers). Workers do not share it: xdist gives a running worker no way
+    to hear of another's findings, and the controller writes each
+    signature's repro once whichever sends it.
     """
-    return config.stash.setdefault(_FOUND_KEY, {})
+    return config.stash.setdefault(_FOUND_KEY, set())
 
 
 def registry(config: pytest.Config) -> Registry:

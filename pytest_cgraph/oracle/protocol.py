@@ -146,8 +146,7 @@ def load_source(source: str, filename: str | None = None) -> dict[str, Any]:
     """
     filename = filename or source_filename(source)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    digest = hashlib.sha1(filename.encode()).hexdigest()[:12]
-    module = types.ModuleType(f"cgraph_program_{digest}_{next(_loads)}")
+    module = types.ModuleType(f"cgraph_program_{next(_loads)}")
     module.__file__ = filename
     sys.modules[module.__name__] = module
     _modules.setdefault(filename, []).append(module.__name__)
