@@ -7,7 +7,9 @@ already found, is counted and passed over at once, so known bugs cost a
 check and nothing more, and a bug is shrunk and reported once. A new failure is
 raised into Hypothesis, which shrinks it (within ``shrink_seconds``); the
 shrunk failure is recorded (its repro written) and a new round starts with
-a fresh seed, until the budget is spent.
+a fresh seed, until the budget is spent. A round shrinks one bug: a program
+its shrinking meets that fails in another new way is set aside and is the
+first program of a later round (see :mod:`pytest_cgraph.set_aside`).
 
 The budget counts *drawn* programs (``--cgraph-examples``), not shrink
 steps, or, with a duration, wall time. Nothing here knows pytest or files:
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableSet
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -154,11 +156,14 @@ class Hunt:
     clock: Callable[[], float] = time.monotonic
 
     #: Signatures found so far: this hunt's, and, where the item shares the set
-    #: of its process, earlier hunts' too (a bug several families reach is
-    #: shrunk and reported once).
-    found_in_run: set[str] = field(default_factory=set)
+    #: of its run, other hunts' too (a bug several families reach is shrunk and
+    #: reported once).
+    found_in_run: MutableSet[str] = field(default_factory=set)
 
     new: dict[str, Failure] = field(default_factory=dict)
+    #: New signatures met while another was being shrunk: the choices that
+    #: drew the first program failing so, to start a later round from.
+    set_aside: dict[str, bytes] = field(default_factory=dict)
     drawn: int = 0
     checks: int = 0
     known_hits: int = 0
@@ -169,6 +174,7 @@ class Hunt:
     _first_failure: float | None = None
     _drawn_at_failure: int | None = None
     _differing: set[str] = field(default_factory=set)
+    _shrinking: str | None = None
 
     @property
     def stalled(self) -> bool:
@@ -190,7 +196,7 @@ class Hunt:
         while not self.spent:
             self.rounds += 1
             try:
-                finished = self._round()
+                finished = self._round(self._next_set_aside())
             except ProgramFailure as raised:
                 self._found(raised.failure)
                 continue
@@ -213,14 +219,40 @@ class Hunt:
         self.stats.failures.append(recorded)
         self.progress(self)
 
-    def _round(self) -> bool:
-        """One Hypothesis search; True if it ran to its end without a new failure."""
+    def _next_set_aside(self) -> bytes | None:
+        """The program to start the next round from: one set aside whose bug is still new."""
+        while self.set_aside:
+            signature = next(iter(self.set_aside))
+            choices = self.set_aside.pop(signature)
+            if signature not in self.found_in_run:
+                return choices
+        return None
+
+    def _set_aside(self, failure: Failure) -> None:
+        """Keep a program failing in a new way other than the one being shrunk."""
+        from pytest_cgraph.set_aside import current_choices
+
+        signature = failure.signature
+        if signature in self.set_aside or signature in self.found_in_run:
+            return
+        if len(self.set_aside) + len(self.new) >= MAX_NEW:
+            return
+        choices = current_choices()
+        if choices is not None:
+            self.set_aside[signature] = choices
+
+    def _round(self, start_from: bytes | None = None) -> bool:
+        """One Hypothesis search; True if it ran to its end without a new failure.
+
+        ``start_from``: the choices of a program set aside, replayed first.
+        """
         from hypothesis import HealthCheck, Phase, Verbosity, given, reject, settings
         from hypothesis import seed as hypothesis_seed
 
         self._first_failure = None
         self._drawn_at_failure = None
         self._differing = set()
+        self._shrinking = None
         outcomes: dict[str, Failure | None] = {}
         kept = self._kept_database()
 
@@ -238,7 +270,12 @@ class Hunt:
             if kept is not None:
                 kept.last_failed = source in self._differing
             failure = outcomes[source]
+            if failure is not None and self._shrinking not in (None, failure.signature):
+                # Another new bug: raised, Hypothesis would slip to it if smaller.
+                self._set_aside(failure)
+                failure = None
             if failure is not None:
+                self._shrinking = failure.signature
                 if self._first_failure is None:
                     self._first_failure = self.clock()
                     self._drawn_at_failure = self.drawn
@@ -256,6 +293,13 @@ class Hunt:
         options: dict[str, Any] = (
             {} if self.database == "default" else {"database": kept or self.database}
         )
+        replay = self.rounds == 1
+        if start_from is not None:
+            from pytest_cgraph.set_aside import StartFrom
+
+            saved_to = options.get("database", settings.default.database)
+            options["database"] = StartFrom(start_from, saved_to)
+            replay = True
         test = settings(
             max_examples=max(remaining, 1),
             deadline=None,
@@ -266,8 +310,9 @@ class Hunt:
             # round would replay what this hunt has just found (and the
             # programs it shrank from), paying a check, or a fresh process for
             # a crash, for each, and a few crashes in a row stall the hunt.
+            # A round starting from a program set aside replays that alone.
             phases=[
-                *([Phase.explicit, Phase.reuse] if self.rounds == 1 else [Phase.explicit]),
+                *([Phase.explicit, Phase.reuse] if replay else [Phase.explicit]),
                 Phase.generate,
                 Phase.target,
                 Phase.shrink,
