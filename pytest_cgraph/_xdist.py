@@ -10,8 +10,8 @@ from pytest_cgraph.options import OPTIONS_KEY
 
 
 class XdistHooks:
-    """Hand every worker the campaign seed, database and the controller's known bugs;
-    report what a dead worker was checking."""
+    """Hand every worker the campaign seed, database, the controller's known bugs and
+    the directory of the run's findings; report what a dead worker was checking."""
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         # A worker that finished sends the programs of dead workers it
@@ -27,9 +27,12 @@ class XdistHooks:
         self.seed = seed
 
     def pytest_configure_node(self, node: Any) -> None:
-        from pytest_cgraph.session import KNOWN_INPUT, shared_entries
+        from pytest_cgraph.session import FOUND_INPUT, KNOWN_INPUT, found_directory, shared_entries
 
         node.workerinput["cgraph_seed"] = self.seed
+        found = found_directory(self.config)
+        if found is not None:
+            node.workerinput[FOUND_INPUT] = found
         # Read for each worker, a replacement too: it knows what was written since.
         node.workerinput[KNOWN_INPUT] = shared_entries(self.config)
         # Resolved here: a worker started in another directory uses the same database.

@@ -101,7 +101,7 @@ class CampaignItem(pytest.Item):
                 record=lambda failure: self._record(failure, checker),
                 registry=session.registry(self.config),
                 # Time-boxed hunts, whose findings depend on the clock anyway,
-                # pass over what an earlier item of the process found; a hunt
+                # pass over what another item of the run found first; a hunt
                 # of a number of examples stays the same whatever the workers.
                 found_in_run=(
                     session.found_in_run(self.config) if options.duration is not None else set()

@@ -18,6 +18,7 @@ from pytest_cgraph.stats import RunStats
 
 if TYPE_CHECKING:
     from pytest_cgraph.checkers import IsolatedChecker
+    from pytest_cgraph.findings import FoundSignatures
 
 #: An item's statistics, carried to the controller in its report.
 STATS_KEY = pytest.StashKey[RunStats]()
@@ -68,20 +69,47 @@ def plugin_modules(config: pytest.Config) -> tuple[str, ...]:
     return config.stash[_MODULES_KEY]
 
 
-_FOUND_KEY = pytest.StashKey[set[str]]()
+_FOUND_KEY = pytest.StashKey["FoundSignatures"]()
+_FOUND_DIR_KEY = pytest.StashKey[str]()
+
+#: The ``workerinput`` key of the directory the workers of a machine share findings in.
+FOUND_INPUT = "cgraph_found_dir"
 
 
-def found_in_run(config: pytest.Config) -> set[str]:
-    """Signatures this process's time-boxed campaign items found so far.
+def found_in_run(config: pytest.Config) -> FoundSignatures:
+    """Signatures this run's time-boxed campaign items found so far.
 
-    Shared by the items a process runs, so that a bug several families
-    reach is shrunk and reported by the first only (a campaign of a number
-    of examples does not share it: its items find the same whatever the
-    workers). Workers do not share it: xdist gives a running worker no way
-    to hear of another's findings, and the controller writes each
-    signature's repro once whichever sends it.
+    Shared by the items a process runs, and by the xdist workers of the
+    controller's machine (see :mod:`pytest_cgraph.findings`), so that a bug
+    several families reach is shrunk and reported by the first only. A
+    campaign of a number of examples does not share it: its items find the
+    same whatever the workers.
     """
-    return config.stash.setdefault(_FOUND_KEY, set())
+    if _FOUND_KEY not in config.stash:
+        from pytest_cgraph.findings import FoundSignatures
+
+        shared = getattr(config, "workerinput", {}).get(FOUND_INPUT)
+        directory = Path(shared) if shared and Path(shared).is_dir() else None
+        config.stash[_FOUND_KEY] = FoundSignatures(directory)
+    return config.stash[_FOUND_KEY]
+
+
+def found_directory(config: pytest.Config) -> str | None:
+    """On the controller: the directory its workers share findings in (made on first use).
+
+    Only a time-boxed campaign shares findings; removed when the session ends.
+    """
+    options = config.stash[OPTIONS_KEY]
+    if options.duration is None:
+        return None
+    if _FOUND_DIR_KEY not in config.stash:
+        import shutil
+        import tempfile
+
+        directory = tempfile.mkdtemp(prefix="cgraph-found-")
+        config.stash[_FOUND_DIR_KEY] = directory
+        config.add_cleanup(lambda: shutil.rmtree(directory, ignore_errors=True))
+    return config.stash[_FOUND_DIR_KEY]
 
 
 def registry(config: pytest.Config) -> Registry:

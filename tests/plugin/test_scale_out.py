@@ -265,3 +265,46 @@ def test_a_session_inside_the_run_does_not_stop_the_runs_own_counts(
     report = json.loads((pytester.path / "r.json").read_text())
     # Both marked tests (one check each) and the campaign item are counted.
     assert report["programs"] >= 3 and report["families"]["views"] >= 1
+
+
+MARK_FOUND_BY_ANOTHER_WORKER = """
+from pathlib import Path
+
+import pytest
+
+from pytest_cgraph.findings import FoundSignatures
+from pytest_cgraph.session import FOUND_INPUT
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure_node(node):
+    # As if another worker had found the fault's bug before this one starts.
+    shared = Path(node.workerinput[FOUND_INPUT])
+    FoundSignatures(shared).add("mutation-argument")
+    Path("shared.txt").write_text(str(shared))
+"""
+
+
+def test_a_bug_another_worker_found_is_passed_over_not_shrunk_again(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text(MARK_FOUND_BY_ANOTHER_WORKER)
+    env = dict(os.environ, PYTHONPATH=str(TESTS))
+    command = [
+        sys.executable, "-m", "pytest", "--cgraph", "-p", "no:cacheprovider",
+        "-p", "cgraph_doubles.faults", "--cgraph-backend=faulty_lost_input_mutation",
+        "--cgraph-families=mutation", "--cgraph-duration=8s", "--cgraph-seed=3",
+        "--cgraph-report=r.json", "-n", "1", "-q",
+    ]  # fmt: skip
+    run = subprocess.run(
+        command,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["hits"].get("mutation-argument", 0) > 0, run.stdout[-3000:]
+    assert "mutation-argument" not in {f["signature"] for f in report["failures"]}
+    # The directory lives as long as the run.
+    assert not Path((tmp_path / "shared.txt").read_text()).exists()
