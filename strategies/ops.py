@@ -493,8 +493,13 @@ def _fresh_factory(ctx: Context) -> tuple[list[str], bool]:
     shape = ctx.draw(st.lists(st.integers(0, 3), min_size=1, max_size=4))
     dims = ", ".join(map(str, shape))
     grad = ", requires_grad=True" if ctx.draw(st.integers(0, 3)) == 3 else ""
-    maker = ctx.draw(st.sampled_from(["zeros", "ones", "arange", "tensor", "full"]))
+    maker = ctx.draw(st.sampled_from(["zeros", "ones", "arange", "tensor", "full", "new"]))
     device = f"device={ctx.x}.device"
+    if maker == "new":
+        # Made from the target (its dtype and device): new_zeros, new_full.
+        how = ctx.draw(st.sampled_from([f"new_zeros(({dims},)", f"new_full(({dims},), 1"]))
+        grad = grad if ctx.t.is_floating_point() else ""
+        return [f"{ctx.new_name} = {ctx.x}.{how}{grad})"], True
     if maker == "arange":
         return [
             f"{ctx.new_name} = torch.arange({ctx.draw(st.integers(0, 6))}, dtype=torch.float32,"
@@ -600,8 +605,9 @@ def _reduce(ctx: Context) -> tuple[list[str], bool]:
 _maybe_same = _assign_one_of("{x}.contiguous()", "{x}.to({x}.dtype)", "{x}.type_as({x})")
 
 # Python values read off a tensor (size, rank, requires_grad, is_inference,
-# is_contiguous), used by
-# later statements: Dynamo guards on them or specialises.
+# is_contiguous, stride, storage offset, whether it is a view), used by
+# later statements: Dynamo guards on them or specialises, and reads them
+# off its fake tensors, whose layout must be eager's.
 _metadata_read = _assign_one_of(
     "{x}.size(0) if {x}.dim() else 1",
     "{x}.dim() + 1",
@@ -609,6 +615,9 @@ _metadata_read = _assign_one_of(
     "2 if {x}.requires_grad else 3",
     "2 if {x}.is_inference() else 3",
     "2 if {x}.is_contiguous() else 3",
+    "{x}.stride(0) + 1 if {x}.dim() else 1",
+    "{x}.storage_offset() + 1",
+    "2 if {x}._is_view() else 3",
 )
 
 # Definitions: strategies/templates.py (the program carries them).
@@ -641,7 +650,11 @@ def _complex_viewable(var: Var) -> bool:
     )
 
 
-_real_views = _assign_one_of("{x}.real", "{x}.imag", "torch.view_as_real({x})")
+# A conjugate view is lazy (a bit on the tensor, not a copy): a write
+# through it lands conjugated in its base.
+_real_views = _assign_one_of(
+    "{x}.real", "{x}.imag", "torch.view_as_real({x})", "{x}.conj()", "{x}.conj().imag"
+)
 
 
 def _complex_view(ctx: Context) -> tuple[list[str], bool]:
@@ -755,6 +768,9 @@ def _functorch(ctx: Context) -> tuple[list[str], bool]:
         "torch.vmap(torch.sin)({x})",
         "torch.vmap(lambda t: t * t.sum())({x})",
         "torch.func.grad(lambda t: t.sin().sum())({x})",
+        # Forward mode: dual tensors in place of a backward.
+        "torch.func.jvp(torch.sin, ({x},), (torch.ones_like({x}),))[1]",
+        "torch.func.jacrev(torch.sin)({x}.reshape(-1)[:2])",
     ]
     if _writable_tensor(ctx.t):
         # In place through vmap: each batch slice of the target is written.
@@ -803,6 +819,13 @@ def _inplace_more(ctx: Context) -> tuple[list[str], bool]:
                 "{x}.lerp_(torch.ones_like({x}), 0.5)",
                 "{x}.addcmul_({x}, {x}, value=0.5)",
                 "{x}.scatter_reduce_(0, torch.zeros_like({x}, dtype=torch.long), {x} * 2, 'amax')",
+                # In place through torch.nn.functional, scans, and copies
+                # across dtypes: other decompositions of a write.
+                "torch.nn.functional.silu({x}, inplace=True)",
+                "torch.nn.functional.hardtanh_({x})",
+                "{x}.cumsum_(0)",
+                "{x}.copy_({x}.to(torch.int64))",
+                "{x}.clamp_(min=torch.zeros_like({x}))",
             ]
         )
     )

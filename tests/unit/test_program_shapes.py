@@ -215,6 +215,22 @@ LAYOUTS_AND_TRANSFORMS = program(
     ),
 )
 
+CONJUGATE_VIEWS_AND_FORWARD_MODE = program(
+    statement("v0 = c1.conj()", defines="v0"),
+    statement("v0.mul_(2)"),
+    statement("v1 = a0.t().stride(0) + 1 if a0.dim() else 1", defines="v1"),
+    statement("v2 = 2 if a0[1:]._is_view() else 3", defines="v2"),
+    statement("torch.nn.functional.silu(a0, inplace=True)"),
+    statement("a0.cumsum_(0)"),
+    statement("v3 = a0.new_full((2,), 1)", defines="v3"),
+    statement("v4 = torch.func.jvp(torch.sin, (a0,), (torch.ones_like(a0),))[1]", defines="v4"),
+    outputs=("v0", "v1", "v2", "v3", "v4", "a0", "c1"),
+    inputs=(
+        InputSpec("a0", shape=(2, 3)),
+        InputSpec("c1", shape=(2,), dtype="complex64"),
+    ),
+)
+
 
 @pytest.mark.parametrize(
     "shape",
@@ -230,6 +246,7 @@ LAYOUTS_AND_TRANSFORMS = program(
         CHECKPOINTED,
         AUTOCAST_AND_GRAD_HOOKS,
         LAYOUTS_AND_TRANSFORMS,
+        CONJUGATE_VIEWS_AND_FORWARD_MODE,
     ],
     ids=[
         "chained",
@@ -243,6 +260,7 @@ LAYOUTS_AND_TRANSFORMS = program(
         "checkpoint",
         "autocast_and_grad_hooks",
         "layouts_and_transforms",
+        "conjugate_views_and_forward_mode",
     ],
 )
 def test_a_shape_passes_on_a_correct_backend(shape: Program) -> None:
@@ -264,6 +282,7 @@ def test_a_graph_break_splits_the_program_into_graphs() -> None:
         NON_LEAF_INPUT,
         FOREACH_OVER_INPUTS,
         AUTOCAST_AND_GRAD_HOOKS,
+        CONJUGATE_VIEWS_AND_FORWARD_MODE,
     ],
     ids=[
         "graph_break",
@@ -272,6 +291,7 @@ def test_a_graph_break_splits_the_program_into_graphs() -> None:
         "non_leaf_input",
         "foreach",
         "autocast",
+        "conjugate",
     ],
 )
 def test_a_lost_input_mutation_is_caught_through_the_shape(shape: Program) -> None:
