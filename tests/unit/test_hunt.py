@@ -326,3 +326,57 @@ def test_a_bug_met_while_shrinking_another_is_set_aside_and_shrunk_in_turn() -> 
     assert found[0].signature == "mutation-argument"  # the first found is shrunk first
     assert hunt.set_aside == {} and len(recorder.recorded) == 2
     assert len(saved(database)) == 2  # both kept for the next run to replay first
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A program of as many statements as its number's hundreds (plus one)."""
+
+    number: int
+
+    @property
+    def statements(self) -> list[str]:
+        return ["pass"] * (self.number // 100 + 1)
+
+    def render(self) -> str:
+        return f"def program():\n    return {self.number}\n"
+
+    def size(self) -> int:
+        return self.number
+
+    def all_features(self) -> set[str]:
+        return {"add"}
+
+
+@pytest.mark.parametrize("stall", [True, False], ids=["stall", "no_stall"])
+def test_a_shrink_ends_once_its_statement_count_stops_falling(
+    stall: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Numbers from 10 fail. A shrink first drops statements (hundreds),
+    # then polishes the number within its last hundred, at 10 s a check.
+    if not stall:
+        monkeypatch.setattr(hunt_module, "STATEMENTS_STALL", 1.0)
+    now = [0.0]
+    checks: list[int] = []
+
+    def verdict(number: int) -> Outcome:
+        checks.append(number)
+        now[0] += 10.0 if len(Listed(number).statements) == 1 else 1.0
+        return wrong_from_ten(number)
+
+    hunt, _ = make_hunt(
+        verdict,
+        strategy=st.integers(0, 10**6).map(Listed),  # type: ignore[arg-type]
+        seed=4,
+        clock=lambda: now[0],
+    )
+    hunt.budget = Budget(30, shrink_seconds=100.0)
+    (failure,) = hunt.run()
+    first = next(number for number in checks if number >= 10)
+    assert first >= 100, "the seed must draw a program of several statements"
+    assert len(Listed(failure.case.size).statements) == 1  # the statements went
+    if stall:
+        # Polishing ended 40 s (four checks) after the statement count last fell.
+        assert failure.case.size > 10
+    else:
+        assert failure.case.size == 10
