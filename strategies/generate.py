@@ -53,6 +53,23 @@ _ROLES_BY_FAMILY = {
 _COIN = st.booleans()
 _ONE_IN_FOUR = st.integers(0, 3)
 _ONE_IN_SIX = st.integers(0, 5)
+
+
+def _load_what_torch_loads_on_first_use() -> None:
+    """Import now what torch imports the first time a drawn op runs.
+
+    A statement that warns is rejected, and some ops warn only the first
+    time a process runs them, while torch imports what they need (forward
+    mode AD loads its decompositions through ``torch.jit.script``, which is
+    deprecated). Rejected once and kept after, the same choices would draw
+    another program, depending on what the process ran before.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.autograd.forward_ad._maybe_load_decompositions()
+
+
+_load_what_torch_loads_on_first_use()
 _ONE_IN_EIGHT = st.integers(0, 7)
 _WIDE = st.integers(0, 1023)
 _SHAPES = st.lists(st.integers(1, 3), min_size=1, max_size=3)
@@ -103,11 +120,14 @@ def programs(
 def draw_programs(count: int, *, families: tuple[str, ...], seed: int) -> list[Program]:
     """Draw about ``count`` programs outside a test, reproducibly (scripts, benchmarks).
 
-    Runs Hypothesis's generate phase only, with no database, so the same
-    seed gives the same programs.
+    Runs Hypothesis's generate phase only, with no database and none of the
+    constants Hypothesis mines from the process's modules, so the same seed
+    gives the same programs in any process.
     """
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
+
+    from pytest_cgraph.seeded_draws import without_local_constants
 
     drawn: list[Program] = []
 
@@ -123,7 +143,8 @@ def draw_programs(count: int, *, families: tuple[str, ...], seed: int) -> list[P
     def collect(program: Program) -> None:
         drawn.append(program)
 
-    collect()
+    with without_local_constants():
+        collect()
     return drawn
 
 
@@ -316,6 +337,14 @@ def _draw_statements(
             break
         if statement is not None:
             statements.append(statement)
+    else:
+        # Ended by the bound, not by a stop draw: the stop flag is drawn all
+        # the same, and ignored. Once deleting a statement leaves one draw
+        # short, that choice reads as the next attempt's flag (0, "stop", once
+        # shrunk, as it is unused), as the flag Hypothesis forces at a list's
+        # max_size does; without it the program runs off the end of its
+        # choices and no statement of a full program can be deleted.
+        draw(_ONE_IN_SIX)
     return statements
 
 
@@ -388,8 +417,14 @@ def _runs_cleanly(lines: list[str], env: dict[str, Any]) -> bool:
     """Execute the statement on the concrete values; torch decides legality.
 
     A warning counts as a rejection too: under ``-W error`` it would make the
-    eager side raise.
+    eager side raise. torch gives some warnings once per process; they are
+    made to warn every time here, or a statement would be rejected the
+    first time a process draws it and kept after, and the same choices would
+    draw another program (Hypothesis replays choices: it calls that a flaky
+    strategy, and a campaign's seed would not give its programs back).
     """
+    warn_always = torch.is_warn_always_enabled()
+    torch.set_warn_always(True)
     try:
         code = compile("\n".join(lines), "<statement>", "exec")
         with warnings.catch_warnings(record=True) as caught:
@@ -397,6 +432,8 @@ def _runs_cleanly(lines: list[str], env: dict[str, Any]) -> bool:
             exec(code, env)
     except Exception:
         return False
+    finally:
+        torch.set_warn_always(warn_always)
     return not caught
 
 

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, find, settings
+from collections.abc import Callable
+from typing import Any
 
+from hypothesis import HealthCheck, settings
+from hypothesis import find as hypothesis_find
+
+from pytest_cgraph.seeded_draws import without_local_constants
 from pytest_cgraph.strategies import Program, programs
 
 QUIET = settings(
     database=None, derandomize=True, max_examples=2000, suppress_health_check=list(HealthCheck)
 )
+
+
+def find(strategy: Any, condition: Callable[[Program], bool], settings: settings) -> Program:
+    """Hypothesis's ``find`` as a campaign draws: without the constants of local modules,
+    whose set differs between a plain process and an xdist worker."""
+    with without_local_constants():
+        return hypothesis_find(strategy, condition, settings=settings)
 
 
 def largest_side(program: Program) -> int:

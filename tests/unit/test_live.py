@@ -10,10 +10,11 @@ from pathlib import Path
 
 from pytest_cgraph.failures import Case, Failure, ReproResult, ReproStatus
 from pytest_cgraph.guard import InFlight, claim_stale_records, stale_records
-from pytest_cgraph.hunt import Budget, _without_local_constants
+from pytest_cgraph.hunt import Budget
 from pytest_cgraph.live import LiveRun
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
 from pytest_cgraph.repro_files import MARKER_LINE
+from pytest_cgraph.seeded_draws import without_local_constants
 from pytest_cgraph.stats import RunStats
 
 WRONG = Difference(Kind.VALUE, 2, Place(Role.OUTPUT, index=0))
@@ -92,7 +93,7 @@ def test_campaign_rounds_see_no_constants_of_local_modules(tmp_path: Path) -> No
         import local_constants_here  # noqa: F401  (a local module, as Hypothesis sees it)
 
         assert 123456789 in providers._get_local_constants().integers
-        with _without_local_constants():
+        with without_local_constants():
             assert 123456789 not in providers._get_local_constants().integers
         assert 123456789 in providers._get_local_constants().integers
     finally:

@@ -124,3 +124,35 @@ def test_the_generator_report_prints_a_coverage_table_per_family() -> None:
     rows = {line.split()[0]: line.split()[1:] for line in shown.splitlines() if line[:1].isalpha()}
     assert len(rows["graph_break"]) == len(FAMILIES)
     assert "ms per program" in shown and "ops never drawn:" in shown
+
+
+def test_a_statement_torch_warns_about_once_per_process_is_rejected_every_time() -> None:
+    # Casting complex to real warns once per process. Rejected the first time
+    # and kept after, the same choices would draw two programs.
+    import torch
+
+    from pytest_cgraph.strategies.generate import _runs_cleanly
+
+    env = {"torch": torch, "x": torch.randn(2, dtype=torch.complex64)}
+    assert [_runs_cleanly(["y = x.to(torch.float32)"], env) for _ in range(3)] == [False] * 3
+    assert not torch.is_warn_always_enabled()  # the process's setting is left as it was
+
+
+def test_a_forward_mode_statement_is_judged_alike_on_its_first_draw_in_a_process() -> None:
+    # The first forward-mode op of a process warns while torch imports what it
+    # needs: rejected then and kept later, the same choices would draw two
+    # programs. A fresh process, since this one may have run one already.
+    import subprocess
+    import sys
+
+    script = (
+        "import torch\n"
+        "from pytest_cgraph.strategies.generate import _runs_cleanly\n"
+        "env = {'torch': torch, 'x': torch.randn(2)}\n"
+        "line = 'v = torch.func.jvp(torch.sin, (x,), (torch.ones_like(x),))[1]'\n"
+        "print([_runs_cleanly([line], env) for _ in range(2)])\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert run.stdout.strip().splitlines()[-1] == "[True, True]", run.stdout + run.stderr
