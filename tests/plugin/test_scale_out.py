@@ -67,9 +67,14 @@ POOL_ARGS = (
 
 
 def _run(directory: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return _pytest(directory, *POOL_ARGS, *extra)
+
+
+def _pytest(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """A pytest run in ``directory``, with this suite's test doubles importable."""
     env = dict(os.environ, PYTHONPATH=str(TESTS))
     return subprocess.run(
-        [sys.executable, "-m", "pytest", *POOL_ARGS, *extra],
+        [sys.executable, "-m", "pytest", *args],
         cwd=directory,
         env=env,
         capture_output=True,
@@ -287,22 +292,13 @@ def pytest_configure_node(node):
 
 def test_a_bug_another_worker_found_is_passed_over_not_shrunk_again(tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text(MARK_FOUND_BY_ANOTHER_WORKER)
-    env = dict(os.environ, PYTHONPATH=str(TESTS))
-    command = [
-        sys.executable, "-m", "pytest", "--cgraph", "-p", "no:cacheprovider",
+    run = _pytest(
+        tmp_path,
+        "--cgraph", "-p", "no:cacheprovider",
         "-p", "cgraph_doubles.faults", "--cgraph-backend=faulty_lost_input_mutation",
         "--cgraph-families=mutation", "--cgraph-duration=8s", "--cgraph-seed=3",
         "--cgraph-report=r.json", "-n", "1", "-q",
-    ]  # fmt: skip
-    run = subprocess.run(
-        command,
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    )  # fmt: skip
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["hits"].get("mutation-argument", 0) > 0, run.stdout[-3000:]
     assert "mutation-argument" not in {f["signature"] for f in report["failures"]}

@@ -329,23 +329,12 @@ def test_a_bug_met_while_shrinking_another_is_set_aside_and_shrunk_in_turn() -> 
 
 
 @dataclass(frozen=True)
-class Listed:
+class Listed(Numbered):
     """A program of as many statements as its number's hundreds (plus one)."""
-
-    number: int
 
     @property
     def statements(self) -> list[str]:
         return ["pass"] * (self.number // 100 + 1)
-
-    def render(self) -> str:
-        return f"def program():\n    return {self.number}\n"
-
-    def size(self) -> int:
-        return self.number
-
-    def all_features(self) -> set[str]:
-        return {"add"}
 
 
 @pytest.mark.parametrize("stall", [True, False], ids=["stall", "no_stall"])
