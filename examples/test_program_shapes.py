@@ -222,3 +222,15 @@ def test_grad_mode_switched_inside_an_ambient_mode(cgraph):
         return y, z
 
     cgraph.check(model, torch.randn(3, requires_grad=True))
+
+
+def test_a_write_through_a_conjugate_view_and_forward_mode(cgraph):
+    # conj() is lazy, a bit on a view: a write through it lands conjugated
+    # in its base. Forward mode (jvp) computes with dual tensors instead of
+    # a backward, and stride() is read off the compiler's fake tensor.
+    def model(z, x):
+        z.conj().mul_(2)
+        _, tangent = torch.func.jvp(torch.sin, (x,), (torch.ones_like(x),))
+        return z, tangent * x.t().stride(0)
+
+    cgraph.check(model, torch.randn(3, dtype=torch.complex64), torch.randn(2, 3))
