@@ -109,7 +109,9 @@ def test_same_seed_draws_the_same_programs_whatever_the_workers(pytester: pytest
 
 
 def test_k_selects_campaign_items(pytester: pytest.Pytester) -> None:
-    result = campaign(pytester, "--cgraph-examples=2", "-k", "views", "-v")
+    # A fixed seed: the verdict of two random views programs on a real
+    # torch is not what this test is about (and some seeds meet a torch bug).
+    result = campaign(pytester, "--cgraph-examples=2", "--cgraph-seed=7", "-k", "views", "-v")
     result.stdout.fnmatch_lines(["cgraph::views PASSED*"])
     result.assert_outcomes(passed=1, deselected=7)
 
@@ -128,6 +130,7 @@ def test_items_check_with_the_long_lived_heap_frozen_and_hand_it_back(
         "--cgraph-backend=cgraph_doubles.heapwatch:watching_backend",
         "--cgraph-families=views",
         "--cgraph-examples=2",
+        "--cgraph-seed=7",
     )
     result.assert_outcomes(passed=1)
     assert heapwatch.FROZEN_AT_COMPILE, "no program was compiled"
@@ -229,5 +232,7 @@ def test_a_running_item_shows_its_progress_with_v(
         result.stderr.fnmatch_lines([f"[[]gw?[]] {progress}"])
     else:
         result.stdout.fnmatch_lines([progress])
-    quiet = campaign(pytester, "--cgraph-families=views", "--cgraph-examples=4", *workers)
+    quiet = campaign(
+        pytester, "--cgraph-families=views", "--cgraph-examples=4", "--cgraph-seed=7", *workers
+    )
     assert "cgraph::views: " not in quiet.stdout.str() + quiet.stderr.str()

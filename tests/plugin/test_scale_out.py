@@ -166,7 +166,7 @@ def test_snapshot_reports_do_not_pile_up_on_the_controller(pytester: pytest.Pyte
     pytester.makeconftest(FAST_SNAPSHOTS + COUNT_SETUP_REPORTS)
     result = pytester.runpytest_subprocess(
         "--cgraph", "-p", "no:cacheprovider", "--cgraph-backend=aot_eager",
-        "--cgraph-families=views", "--cgraph-duration=12s", "-n", "1",
+        "--cgraph-families=views", "--cgraph-duration=12s", "--cgraph-seed=7", "-n", "1",
     )  # fmt: skip
     line = next(line for line in result.outlines if line.startswith("passed setups seen"))
     seen, kept = (int(word.strip(",")) for word in line.split()[3::2])
@@ -190,6 +190,7 @@ def test_a_controller_killed_mid_run_leaves_a_valid_report(pytester: pytest.Pyte
             "--cgraph-backend=aot_eager",
             "--cgraph-families=views",
             "--cgraph-duration=120s",
+            "--cgraph-seed=7",
             "--cgraph-report=r.json",
             "-n",
             "1",
@@ -263,6 +264,7 @@ def test_a_session_inside_the_run_does_not_stop_the_runs_own_counts(
         "--cgraph-backend=eager",
         "--cgraph-examples=1",
         "--cgraph-families=views",
+        "--cgraph-seed=7",
         "--cgraph-report=r.json",
         "test_nest.py",
     )
