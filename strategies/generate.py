@@ -9,8 +9,10 @@ Shrinking replays the same draws, so a shrunk program is valid too.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -173,23 +175,25 @@ def _programs(
     inputs = draw(_input_specs(family, max_inputs, schedule))
     draft = Program(family, inputs, (), (inputs[0].name,), schedule, iters)
     namespace: dict[str, Any] = {"torch": torch}
-    for definition in draft.preludes():  # the classes module inputs are built from
-        exec(compile(definition, "<prelude>", "exec"), namespace)
-    exec(compile(draft.render_inputs(), "<inputs>", "exec"), namespace)
-    values = namespace["inputs"](1)
-    variables = [
-        Var(spec.name, value, _origin_of(spec)) for spec, value in zip(inputs, values, strict=True)
-    ]
-    env: dict[str, Any] = {"torch": torch, **{v.name: v.value for v in variables}}
-    # A module argument is called at once on the first floating input, so it
-    # is used whenever it is drawn; deleting the argument deletes the call.
-    # Drawn under the mode the calls will run under: torch judges each
-    # statement as the program will meet it.
-    with grad_mode(mode):
-        opening = _module_calls(variables, env)
-        statements = opening + _draw_statements(
-            draw, ops_for(family), variables, env, min_statements, max_statements
-        )
+    with _random_numbers_of_its_own():
+        for definition in draft.preludes():  # the classes module inputs are built from
+            exec(compile(definition, "<prelude>", "exec"), namespace)
+        exec(compile(draft.render_inputs(), "<inputs>", "exec"), namespace)
+        values = namespace["inputs"](1)
+        variables = [
+            Var(spec.name, value, _origin_of(spec))
+            for spec, value in zip(inputs, values, strict=True)
+        ]
+        env: dict[str, Any] = {"torch": torch, **{v.name: v.value for v in variables}}
+        # A module argument is called at once on the first floating input, so
+        # it is used whenever it is drawn; deleting the argument deletes the
+        # call. Drawn under the mode the calls will run under: torch judges
+        # each statement as the program will meet it.
+        with grad_mode(mode):
+            opening = _module_calls(variables, env)
+            statements = opening + _draw_statements(
+                draw, ops_for(family), variables, env, min_statements, max_statements
+            )
     outputs = _draw_outputs(draw, variables)
     features = _output_features(outputs, variables, inputs)
     feedback = _feedback(outputs, variables, inputs) if schedule == "feedback" else None
@@ -210,6 +214,28 @@ def _programs(
         grad_mode=mode,
         features=frozenset({f"family:{family}", *features}),
     )
+
+
+#: What torch's global generator is seeded with while a program is drawn.
+_DRAWING_SEED = 0
+
+
+@contextlib.contextmanager
+def _random_numbers_of_its_own() -> Iterator[None]:
+    """Torch's global (CPU) generator seeded alike for every program drawn, and
+    handed back as it was found.
+
+    The values a random op gives while its statement is judged can decide
+    whether a later statement is legal (a mask's count decides a view's
+    size). Taken from wherever the process's generator stood, the same
+    choices could draw another program once the process has run something
+    else: Hypothesis replays choices to shrink, and calls that flaky, and a
+    campaign's seed would not give its programs back. Drawing would also
+    move the random numbers the caller's own code sees next.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.default_generator.manual_seed(_DRAWING_SEED)
+        yield
 
 
 def _draw_schedule(draw: Any, family: str) -> str:

@@ -189,3 +189,39 @@ def test_an_in_place_foreach_op_never_lists_one_memory_twice(
     assert len(lists) >= 5, "too few in-place foreach ops drawn to tell"
     storages = [{t.untyped_storage().data_ptr() for t in tensors} for tensors in lists]
     assert [len(s) for s in storages] == [len(t) for t in lists]
+
+
+def test_drawing_judges_random_ops_alike_whatever_the_process_ran_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A random op's values can decide whether a later statement is legal: if
+    # they came from wherever the process's generator stood, the same choices
+    # could draw another program after the process ran something else.
+    import torch
+
+    from pytest_cgraph.strategies import generate
+
+    judged = generate._runs_cleanly
+    seen: list[list[bytes]] = []
+
+    def recording(lines: list[str], env: dict) -> bool:
+        seen[-1].append(torch.default_generator.get_state().numpy().tobytes())
+        return judged(lines, env)
+
+    monkeypatch.setattr(generate, "_runs_cleanly", recording)
+    for global_seed in (1, 2):
+        torch.manual_seed(global_seed)
+        seen.append([])
+        draw_many(5, families=("rng",))
+    assert seen[0] and seen[0] == seen[1]
+
+
+def test_drawing_hands_torch_random_numbers_back_as_it_found_them() -> None:
+    # Drawing random ops must not move the numbers the caller's code sees next.
+    import torch
+
+    torch.manual_seed(3)
+    expected = torch.rand(4)
+    torch.manual_seed(3)
+    draw_many(5, families=("rng",))
+    assert torch.equal(torch.rand(4), expected)
