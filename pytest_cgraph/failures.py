@@ -335,6 +335,9 @@ class Failure:
     #: Programs the item drew before the first failing one of this round.
     examples_to_failure: int | None = None
     seconds_to_repro: float | None = None
+    #: False for a program reported as it was met: a bug set aside while
+    #: another was shrunk, whose turn the end of a time box took.
+    shrunk: bool = True
 
     @property
     def signature(self) -> str:
@@ -355,7 +358,8 @@ class Failure:
     def report(self, verbose: bool = False) -> str:
         """The failure as the user reads it: the difference, the program, the repro."""
         parts = [self.difference.describe(verbose=verbose)]
-        parts.append(f"\nprogram ({self.case.family}):\n{self.case.source.rstrip()}")
+        shrunk = "" if self.shrunk else ", not shrunk: the time box ended before its turn"
+        parts.append(f"\nprogram ({self.case.family}{shrunk}):\n{self.case.source.rstrip()}")
         if self.repro is not None:
             parts.append(self.repro.line())
         return "\n".join(parts)
@@ -377,6 +381,7 @@ class Failure:
             "statements": self.case.statements,
             "examples_to_failure": self.examples_to_failure,
             "seconds_to_repro": self.seconds_to_repro,
+            "shrunk": self.shrunk,
             "case": self.case.to_json(),
             "difference": self.difference.to_json(),
             # Plain builtins only: xdist's channel refuses str-based enums.
@@ -401,4 +406,5 @@ class Failure:
             ),
             examples_to_failure=data.get("examples_to_failure"),
             seconds_to_repro=data.get("seconds_to_repro"),
+            shrunk=data.get("shrunk", True),
         )

@@ -9,7 +9,10 @@ raised into Hypothesis, which shrinks it (within ``shrink_seconds``); the
 shrunk failure is recorded (its repro written) and a new round starts with
 a fresh seed, until the budget is spent. A round shrinks one bug: a program
 its shrinking meets that fails in another new way is set aside and is the
-first program of a later round (see :mod:`pytest_cgraph.set_aside`).
+first program of a later round (see :mod:`pytest_cgraph.set_aside`). Those
+still set aside when the budget is spent are reported all the same: shrunk,
+as the budget counts drawn programs; with a duration, as they were met (a
+replay each), since shrinking them would overrun the time box.
 
 The budget counts *drawn* programs (``--cgraph-examples``), not shrink
 steps, or, with a duration, wall time. Nothing here knows pytest or files:
@@ -144,6 +147,8 @@ class Hunt:
     #: New signatures met while another was being shrunk: the choices that
     #: drew the first program failing so, to start a later round from.
     set_aside: dict[str, bytes] = field(default_factory=dict)
+    #: True once the budget is spent and the rounds left report what was set aside.
+    finishing: bool = False
     drawn: int = 0
     checks: int = 0
     known_hits: int = 0
@@ -186,9 +191,35 @@ class Hunt:
                 break
             if finished and self.budget.duration is None:
                 break  # Hypothesis used the round's examples: the budget is spent
+        self._finish_set_aside()
         return list(self.new.values())
 
+    def _finish_set_aside(self) -> None:
+        """Report the bugs still set aside when the budget ran out, rather than lose them.
+
+        Each has a round that draws nothing new: it replays the program set
+        aside and, on an examples budget (which counts drawn programs, not
+        shrink steps), shrinks it. On a duration it is reported as it was met,
+        a program from the middle of another bug's shrink: shrinking it
+        would overrun the time box by up to ``shrink_seconds`` a bug.
+        Not when the hunt stopped for too many new bugs or a stall.
+        """
+        self.finishing = True
+        while self.set_aside and not self.stalled and len(self.new) < MAX_NEW:
+            start_from = self._next_set_aside()
+            if start_from is None:
+                break
+            self.rounds += 1
+            try:
+                self._round(start_from)
+            except ProgramFailure as raised:
+                self._found(raised.failure)
+            except BudgetSpent:  # pragma: no cover - a finishing round draws nothing
+                break
+
     def _found(self, failure: Failure) -> None:
+        if self.finishing and self.budget.duration is not None:
+            failure = dataclasses.replace(failure, shrunk=False)
         recorded = self.record(failure)
         seconds = self.clock() - self._first_failure if self._first_failure is not None else None
         recorded = dataclasses.replace(
@@ -228,7 +259,7 @@ class Hunt:
 
         ``start_from``: the choices of a program set aside, replayed first.
         """
-        from hypothesis import HealthCheck, Phase, Verbosity, given, reject, settings
+        from hypothesis import HealthCheck, Verbosity, given, reject, settings
         from hypothesis import seed as hypothesis_seed
 
         self._first_failure = None
@@ -246,9 +277,10 @@ class Hunt:
                     # rejected and Hypothesis settles on the smallest so far.
                     if self._shrink_spent():
                         reject()
-                elif self.spent:
+                elif self.spent and not self.finishing:
                     raise BudgetSpent
-                outcomes[source] = self._check(program, source, self._first_failure is None)
+                drawn = self._first_failure is None and not self.finishing
+                outcomes[source] = self._check(program, source, drawn)
             if kept is not None:
                 kept.last_failed = source in self._differing
             failure = outcomes[source]
@@ -297,18 +329,30 @@ class Hunt:
             # programs it shrank from), paying a check, or a fresh process for
             # a crash, for each, and a few crashes in a row stall the hunt.
             # A round starting from a program set aside replays that alone.
-            phases=[
-                *([Phase.explicit, Phase.reuse] if replay else [Phase.explicit]),
-                Phase.generate,
-                Phase.target,
-                Phase.shrink,
-            ],
+            phases=self._phases(replay),
             suppress_health_check=list(HealthCheck),
             **options,
         )(hypothesis_seed(self.seed + self.rounds - 1)(given(self.strategy)(fuzz)))
         with without_local_constants():
             test()
         return True
+
+    def _phases(self, replay: bool) -> list[Any]:
+        """What a round does: replay saved programs (``replay``), draw, shrink.
+
+        A finishing round only replays its program set aside, and shrinks
+        it unless the hunt has a duration (see :meth:`_finish_set_aside`).
+        """
+        from hypothesis import Phase
+
+        if self.finishing:
+            return [Phase.reuse, *([] if self.budget.duration is not None else [Phase.shrink])]
+        return [
+            *([Phase.explicit, Phase.reuse] if replay else [Phase.explicit]),
+            Phase.generate,
+            Phase.target,
+            Phase.shrink,
+        ]
 
     def _shrink_spent(self) -> bool:
         """The shrink has had its time, or its statement count stopped falling a while ago."""

@@ -234,7 +234,7 @@ def summary_lines(stats: RunStats, wall_seconds: float, known_ops: list[str]) ->
         lines.append(
             f"  {signature} ({first.difference.kind}, {first.case.family}, iteration "
             f"{first.difference.iteration}, {stats.hits.get(signature, len(found))} failing "
-            f"programs): {where}"
+            f"programs{'' if first.shrunk else ', not shrunk'}): {where}"
         )
     if stats.known:
         lines.append(f"known: {len(stats.known)} signature(s) seen again, not failures")

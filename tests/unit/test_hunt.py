@@ -328,6 +328,51 @@ def test_a_bug_met_while_shrinking_another_is_set_aside_and_shrunk_in_turn() -> 
     assert len(saved(database)) == 2  # both kept for the next run to replay first
 
 
+def test_a_bug_still_set_aside_when_the_examples_are_spent_is_shrunk_and_reported() -> None:
+    # Two examples: the second program drawn fails (most numbers are 50 or
+    # more), and its shrink meets the bug below 50 once both are drawn.
+    drawn: list[int] = []
+
+    def verdict(number: int) -> Outcome:
+        drawn.append(number)
+        return wrong_from_ten_otherwise_from_fifty(number)
+
+    hunt, recorder = make_hunt(verdict, strategy=numbers(10**6), examples=2, seed=4)
+    found = hunt.run()
+    assert drawn[0] < 10 <= 50 <= drawn[1], "the seed must draw the larger bug second"
+    assert [(failure.signature, failure.case.size) for failure in found] == [
+        ("mutation-argument", 50),
+        ("value-output", 10),  # shrunk: the budget counts drawn programs only
+    ]
+    assert all(failure.shrunk for failure in found)
+    assert hunt.drawn == 2 and hunt.set_aside == {} and len(recorder.recorded) == 2
+
+
+def test_a_bug_still_set_aside_when_the_time_box_ends_is_reported_as_it_was_met() -> None:
+    now = [0.0]
+    checked: list[int] = []
+
+    def verdict(number: int) -> Outcome:
+        checked.append(number)
+        now[0] += 1.0
+        return wrong_from_ten_otherwise_from_fifty(number)
+
+    hunt, recorder = make_hunt(verdict, strategy=numbers(10**6), seed=4, clock=lambda: now[0])
+    hunt.budget = Budget(1000, duration=3.0, shrink_seconds=20.0)
+    found = hunt.run()
+    first_failing = next(number for number in checked if number >= 10)
+    assert first_failing >= 50, "the seed must draw the larger bug first"
+    assert [failure.signature for failure in found] == ["mutation-argument", "value-output"]
+    first, met = found
+    assert first.shrunk and first.case.size == 50
+    # Not shrunk (one replay of the program set aside): 10 <= size < 50.
+    assert not met.shrunk and 10 <= met.case.size < 50
+    assert checked.count(met.case.size) == 2 and checked[-1] == met.case.size
+    assert "not shrunk: the time box ended before its turn" in met.report()
+    assert met.to_json()["shrunk"] is False and Failure.from_json(met.to_json()) == met
+    assert now[0] - 3.0 <= len(checked) and len(recorder.recorded) == 2
+
+
 @dataclass(frozen=True)
 class Listed(Numbered):
     """A program of as many statements as its number's hundreds (plus one)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
@@ -78,6 +79,13 @@ def test_the_summary_says_counts_coverage_failures_and_known_bugs() -> None:
         "known: 1 signature(s) seen again, not failures",
         "  timeout-program (1 failing programs): known/timeout-program.py",
     ]
+
+
+def test_the_summary_says_which_failure_was_not_shrunk() -> None:
+    stats = RunStats(campaign=True)
+    stats.failures.append(dataclasses.replace(failure("cgraph::views", None), shrunk=False))
+    (line,) = [line for line in summary_lines(stats, 1.0, ["add"]) if "value-output" in line]
+    assert "(value, views, iteration 2, 1 failing programs, not shrunk): " in line
 
 
 def test_a_run_of_marked_tests_alone_has_no_campaign_lines() -> None:
