@@ -3,7 +3,7 @@
 Each side of a check gets its own copy of the arguments, and the copies must
 be indistinguishable from the originals to the program: dtype, shape,
 strides, storage offset, ``requires_grad``, leaf-ness, ``nn.Parameter``-ness,
-an existing ``.grad`` — and aliasing. Two arguments that are views of one
+an existing ``.grad``, the hooks registered on it — and aliasing. Two arguments that are views of one
 storage in the call are views of one (new) storage in each copy, because
 input aliasing is exactly what compiled code handles specially.
 
@@ -129,7 +129,24 @@ def clone_preserving_aliases(
             indices, _clone_group([values[i] for i in indices], device), strict=True
         ):
             copies[index] = twin
+    for original, twin in zip(values, copies, strict=True):
+        if isinstance(original, torch.Tensor):
+            _carry_hooks(original, twin)
     return copies
+
+
+def _carry_hooks(original: torch.Tensor, copy: torch.Tensor) -> None:
+    """Register on ``copy`` the grad hooks and post-accumulate-grad hooks of ``original``.
+
+    A test may register them on an argument (a gradient clip, an optimizer
+    step run in backward), and how compiled code calls them is part of what
+    is checked: each side's copy calls the same functions, in the same
+    order, as the argument would have.
+    """
+    for hook in (original._backward_hooks or {}).values():
+        copy.register_hook(hook)
+    for hook in (original._post_accumulate_grad_hooks or {}).values():
+        copy.register_post_accumulate_grad_hook(hook)
 
 
 def _clone_alone(tensor: torch.Tensor, device: torch.device | None) -> torch.Tensor:

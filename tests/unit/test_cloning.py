@@ -98,3 +98,42 @@ def test_a_view_of_a_base_of_its_own_rank_is_checked_as_written() -> None:
         "ITERS = 2\n"
     )
     assert check_source(source, backend="aot_eager").iterations == 2
+
+
+def test_hooks_registered_on_an_argument_are_registered_on_its_copies() -> None:
+    stepped: list[torch.Tensor] = []
+    leaf = torch.ones(3, requires_grad=True)
+    leaf.register_hook(lambda grad: grad * 2)
+    leaf.register_post_accumulate_grad_hook(stepped.append)
+    non_leaf = torch.ones(3, requires_grad=True) * 1
+    non_leaf.register_hook(lambda grad: grad * 3)
+    aliased = torch.ones(4, requires_grad=True)
+    view = aliased[1:]
+    view.register_hook(lambda grad: grad * 5)
+    copies = clone_preserving_aliases([leaf, non_leaf, aliased, view])
+    (copies[0].sum() + copies[1].sum() + copies[3].sum()).backward()
+    assert copies[0].grad.tolist() == [2.0, 2.0, 2.0]
+    assert stepped and stepped[0] is copies[0]
+    assert copies[2].grad.tolist() == [0.0, 5.0, 5.0, 5.0]
+    assert leaf.grad is None  # the argument itself is left alone
+
+
+def test_a_check_calls_the_hooks_of_its_arguments_on_each_side() -> None:
+    from pytest_cgraph.runner import check_equivalent
+
+    calls: list[str] = []
+
+    def clip(grad: torch.Tensor) -> torch.Tensor:
+        calls.append("clip")
+        return grad.clamp(-0.5, 0.5)
+
+    weight = torch.full((3,), 2.0, requires_grad=True)
+    weight.register_hook(clip)
+
+    def program(w: torch.Tensor) -> torch.Tensor:
+        out = (w * w).sum()
+        out.backward()
+        return w.grad
+
+    check_equivalent(program, weight, iters=2, backend="aot_eager")
+    assert len(calls) == 4  # two calls per side
