@@ -3,9 +3,10 @@
 Each side of a check gets its own copy of the arguments, and the copies must
 be indistinguishable from the originals to the program: dtype, shape,
 strides, storage offset, ``requires_grad``, leaf-ness, ``nn.Parameter``-ness,
-an existing ``.grad``, the hooks registered on it — and aliasing. Two arguments that are views of one
-storage in the call are views of one (new) storage in each copy, because
-input aliasing is exactly what compiled code handles specially.
+an existing ``.grad``, the hooks registered on it — and aliasing. Two
+arguments that are views of one storage in the call are views of one (new)
+storage in each copy, because input aliasing is exactly what compiled code
+handles specially.
 
 Modules and optimizers are copied too: a module deep-copied (parameter
 sharing, buffers, grads, training mode kept), an optimizer rebound to its
@@ -48,6 +49,8 @@ def clone_arguments(values: Sequence[Any], device: torch.device | None = None) -
         (i for i, value in enumerate(values) if is_stateful_object(value)),
         key=lambda i: isinstance(values[i], torch.optim.Optimizer),
     )
+    # Hooks are carried once per tensor: the arguments' already are.
+    carried = set(memo)
     for index in order:
         try:
             twin = copy.deepcopy(values[index], memo)
@@ -56,8 +59,14 @@ def clone_arguments(values: Sequence[Any], device: torch.device | None = None) -
                 f"argument {index} ({type(values[index]).__name__}) cannot be copied per side: "
                 f"{str(error).splitlines()[0]}"
             ) from None
-        if device is not None and isinstance(twin, torch.nn.Module):
-            twin.to(device)
+        if isinstance(twin, torch.nn.Module):
+            # A deep copy leaves a parameter's hooks behind.
+            for original, copied in zip(values[index].parameters(), twin.parameters(), strict=True):
+                if id(original) not in carried:
+                    carried.add(id(original))
+                    _carry_hooks(original, copied)
+            if device is not None:
+                twin.to(device)
         copies[index] = twin
     return copies
 

@@ -137,3 +137,24 @@ def test_a_check_calls_the_hooks_of_its_arguments_on_each_side() -> None:
 
     check_equivalent(program, weight, iters=2, backend="aot_eager")
     assert len(calls) == 4  # two calls per side
+
+
+def test_a_module_argument_keeps_its_parameters_hooks_once_each() -> None:
+    from pytest_cgraph.oracle.cloning import clone_arguments
+
+    net = torch.nn.Linear(2, 2)
+    net.weight.register_hook(lambda grad: grad * 2)
+    shared = torch.nn.Sequential(net, net)  # one parameter, reached twice
+    (module_twin,) = clone_arguments([shared])
+    module_twin(torch.ones(1, 2)).sum().backward()
+    net.weight._backward_hooks.clear()
+    shared(torch.ones(1, 2)).sum().backward()
+    assert torch.equal(module_twin[0].weight.grad, 2 * net.weight.grad)  # doubled once
+    # Passed on its own as well: still one hook on the one copy.
+    net.weight.register_hook(lambda grad: grad * 2)
+    expected = 2 * net.weight.grad
+    net.weight.grad = None
+    weight_twin, module_twin = clone_arguments([net.weight, shared])
+    assert module_twin[0].weight is weight_twin
+    module_twin(torch.ones(1, 2)).sum().backward()
+    assert torch.equal(weight_twin.grad, expected)
