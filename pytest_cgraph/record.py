@@ -18,7 +18,9 @@ holds reproducing bugs.
 ``--refresh`` re-records every file of a registry from its own program and
 backend, so that its headers say what this version finds (a repro file, or
 an entry of the older ``.py`` kind, becomes a ``.toml`` entry of the same
-name); one that no longer reproduces is left as it is and named.
+name), keeping what was written into it by hand (where it was found, its
+declared ``ops`` and the comment above them); one that no longer
+reproduces is left as it is and named.
 ``--export`` writes an entry's standalone repro file, the oracle pasted in:
 how an entry is run by hand, where pytest-cgraph is not installed too, or
 attached to a bug report.
@@ -27,6 +29,7 @@ attached to a bug report.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -132,8 +135,7 @@ def _refresh_one(path: Path, checker: IsolatedChecker) -> str:
         written = sorted(Path(scratch).glob(f"*{ENTRY_SUFFIX}"))
         if failure.repro is None or not failure.repro.verified or len(written) != 1:
             return f"KEPT AS IT WAS {path.name}: the new file did not verify"
-        if isinstance(settings.get("ops"), list):
-            _keep_declared_ops(written[0], settings["ops"])
+        _keep_hand_written(written[0], path.read_text(errors="replace"))
         # The file keeps its name (an entry's suffix): two entries may share
         # a signature (different programs of it), and neither may replace the other.
         written[0].replace(target)
@@ -142,17 +144,30 @@ def _refresh_one(path: Path, checker: IsolatedChecker) -> str:
     return f"refreshed {target.name}"
 
 
-def _keep_declared_ops(entry: Path, ops: list[object]) -> None:
-    """Carry an entry's hand-declared ``ops`` (see ``registry.read_entry``) into its
-    re-recorded text, which the recorder writes without them."""
-    import json
+#: An entry's provenance line, and its hand-declared ``ops`` with the comment
+#: lines right above it (why those calls; see ``registry.read_entry``).
+_FOUND_BY = re.compile(r"^# found by: .*$", re.MULTILINE)
+_DECLARED_OPS = re.compile(r"(?:^#.*\n)*^ops = .*$", re.MULTILINE)
 
-    listed = ", ".join(json.dumps(str(op)) for op in ops)
+
+def _keep_hand_written(entry: Path, old: str) -> None:
+    """Carry into an entry's re-recorded text what was written into the old one:
+    where it was found (the recorder would name the entry itself) and its
+    declared ``ops``, the comment that says why included, verbatim. The
+    recorder writes neither."""
+    from pytest_cgraph.repro_files import ENTRY_SUFFIX
+
     text = entry.read_text()
-    head, device, rest = text.partition("\ndevice = ")
-    line, newline, tail = rest.partition("\n")
-    declared = f"ops = [{listed}]  # declared by hand: the calls a program must make to be this bug"
-    entry.write_text(f"{head}{device}{line}{newline}{declared}\n{tail}")
+    found = _FOUND_BY.search(old)
+    if found is not None:
+        text = _FOUND_BY.sub(lambda _: found.group(0), text, count=1)
+    # Before the program: an entry's own keys, never a line of its program.
+    declared = _DECLARED_OPS.search(old.partition("\nprogram = '''")[0])
+    if declared is not None and entry.suffix == ENTRY_SUFFIX:
+        head, device, rest = text.partition("\ndevice = ")
+        line, newline, tail = rest.partition("\n")
+        text = f"{head}{device}{line}{newline}{declared.group(0)}\n{tail}"
+    entry.write_text(text)
 
 
 def export_entry(entry: Path, out: Path) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -63,6 +64,23 @@ def test_a_differing_program_is_recorded_and_refreshed_in_place(
     assert capsys.readouterr().out.count("refreshed") == 3
     for name in names:
         assert (registry / name).read_text().startswith(ENTRY_LINE)
+
+
+def test_a_refresh_keeps_what_was_written_into_an_entry_by_hand(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, entry = recorded(tmp_path)
+    text = entry.path.read_text()
+    found_by = "# found by: cgraph::mutation; replay: pytest --cgraph --cgraph-seed 7"
+    declared = '# Why: the clamp after any squeeze_ is this bug.\nops = ["clamp_"]'
+    text = re.sub(r"^# found by: .*$", found_by, text, count=1, flags=re.MULTILINE)
+    text = text.replace('\ndevice = "cpu"\n', f'\ndevice = "cpu"\n{declared}\n', 1)
+    entry.path.write_text(text)
+    assert main(["--refresh", str(entry.path.parent)]) == 0
+    assert "refreshed" in capsys.readouterr().out
+    assert entry.path.read_text() == text  # nothing else changed either
+    refreshed = read_entry(entry.path)
+    assert refreshed is not None and refreshed.ops == {"clamp_"}
 
 
 def test_an_entry_exports_as_a_standalone_repro_that_reproduces(
