@@ -311,7 +311,9 @@ INPUTS_BY_CALL = "INPUTS_BY_CALL"
 #: ... for a program whose outputs or state feed the next call (``advance``).
 ADVANCED = "ADVANCE"
 
-_BUILTIN_CALLS = frozenset({"range", "len", "tuple", "list", "float", "int", "bool", "isinstance"})
+_BUILTIN_CALLS = frozenset(
+    {"range", "len", "tuple", "list", "float", "int", "bool", "isinstance", "min", "max"}
+)
 
 
 def baseline_dir(torch_version: str) -> Path | None:

@@ -115,6 +115,10 @@ def test_a_program_s_ops_are_its_calls_inside_program_only() -> None:
     )
     assert program_ops(source) == frozenset({"dropout", "add_", "helper"})
     assert program_ops("def program(:\n") == frozenset()
+    # A bound on a size is Python's, not an op (x.min() is one).
+    bounded = "def program(a0):\n    a0.resize_(min(4, a0.numel()))\n    return (a0.min(),)\n"
+    assert program_ops(bounded) == frozenset({"resize_", "numel", "min"})
+    assert "min" not in program_ops("def program(a0):\n    return (a0[: min(2, 3)],)\n")
 
 
 @pytest.mark.parametrize(

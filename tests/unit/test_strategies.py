@@ -225,3 +225,23 @@ def test_drawing_hands_torch_random_numbers_back_as_it_found_them() -> None:
     torch.manual_seed(3)
     draw_many(5, families=("rng",))
     assert torch.equal(torch.rand(4), expected)
+
+
+def test_a_shrinking_resize_never_grows_a_tensor_that_is_smaller_on_a_later_call() -> None:
+    # Found by a campaign: resize_(4) drawn on a tensor of 6 elements ran on
+    # one of 2 at the second call (its input had been as_strided_ smaller),
+    # and the two sides compared uninitialised memory.
+    import torch
+    from hypothesis import strategies as st
+
+    from pytest_cgraph.strategies.ops import Context, Var, _resize
+
+    def draw(strategy: st.SearchStrategy) -> object:
+        assert strategy == st.integers(1, 12)
+        return 4
+
+    target = Var("v0", torch.arange(6), "intermediate")
+    lines, _ = _resize(Context(draw, target, [target], "v1"))
+    later = {"torch": torch, "v0": torch.arange(2)}
+    exec("\n".join(lines), later)
+    assert later["v0"].tolist() == [0, 1]
