@@ -45,7 +45,12 @@ from pytest_cgraph.oracle.compiling import (
     without_guard_profiling,
 )
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
-from pytest_cgraph.oracle.errors import ConfigurationError, EquivalenceError, InvalidProgram
+from pytest_cgraph.oracle.errors import (
+    ConfigurationError,
+    EagerDisagrees,
+    EquivalenceError,
+    InvalidProgram,
+)
 from pytest_cgraph.oracle.observe import (
     Observation,
     describe_aliasing,
@@ -239,6 +244,7 @@ def _iterate(
                 )
             difference = compare_iteration(seen, compiled_seen, k, settings.tolerance)
             if difference is not None:
+                _confirm_eager(fn, args, fresh_args, settings, advance, k, seen, ops)
                 raise EquivalenceError(difference, _context(settings, device))
             retained.append((eager_raw, compiled_raw))
             if advance is not None and k < settings.iters:
@@ -262,6 +268,43 @@ def _iterate(
         outputs_overwritten=overwritten,
         tensor_outputs=tensor_outputs,
     )
+
+
+def _confirm_eager(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    fresh_args: FreshArgs | None,
+    settings: CheckSettings,
+    advance: Advance | None,
+    iteration: int,
+    seen: Observation,
+    ops: DeviceOps,
+) -> None:
+    """Run eager alone again, from fresh copies, up to ``iteration``; raise
+    :class:`EagerDisagrees` unless it observes again what it observed (``seen``).
+
+    Asked only once compiled code differs, so it costs a passing program
+    nothing. Each call is seeded as before, so only what no seed reaches
+    (uninitialised memory above all) makes eager disagree with itself.
+    """
+    side = _Side(fn, False)
+    spec: Any = None
+    names: list[str] = []
+    again = Observation()
+    for k in range(1, iteration + 1):
+        if fresh_args is not None or spec is None:
+            base = tuple(fresh_args(k)) if fresh_args is not None else tuple(args)
+            flat, spec = pytree.tree_flatten(base)
+            names = _argument_names(fn, base)
+            side.flat = clone_arguments(flat, settings.device)
+        again, raw = _run_eager_side(side, spec, names, k, settings, ops)
+        if again.error is not None:
+            raise EagerDisagrees(k, f"it raised {type(again.error).__name__} this time")
+        if advance is not None and k < iteration:
+            side.flat = _advanced(advance, k, side.flat, spec, raw)
+    differs = compare_iteration(seen, again, iteration, settings.tolerance)
+    if differs is not None:
+        raise EagerDisagrees(iteration, differs.headline())
 
 
 def _run_eager_side(*arguments: Any) -> tuple[Observation, list[Any]]:

@@ -46,6 +46,21 @@ class InvalidProgram(Exception):
         return f"{type(self.cause).__name__}: {_first_line(self.cause)}"
 
 
+class EagerDisagrees(InvalidProgram):
+    """Eager, run again from fresh copies, differs from itself: no reference either.
+
+    A program that reads uninitialised memory (a tensor grown by ``resize_``,
+    an ``empty`` never written), or draws randomness the oracle's seeding does
+    not reach, gives other eager results each run; its difference from
+    compiled code would be noise, not a compiler bug, so it is invalid.
+    """
+
+    def __init__(self, iteration: int, how: str) -> None:
+        cause = RuntimeError(f"eager disagrees with itself when run again: {how}")
+        super().__init__(iteration, "a second eager run", cause)
+        self.args = (f"{cause} (iteration {iteration})",)  # it raised nothing
+
+
 class ConfigurationError(ValueError):
     """A backend, device or option value cannot be used; the message is one line."""
 

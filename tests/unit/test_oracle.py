@@ -209,6 +209,36 @@ def test_random_programs_see_the_same_stream_on_both_sides() -> None:
     check_equivalent(noisy, torch.ones(8), backend="aot_eager")
 
 
+UNSEEDED = """
+import torch
+
+G = torch.Generator().manual_seed(0)  # a generator no per-call seed reaches
+
+
+def program(a0):
+    return (a0 + torch.rand(3, generator=G),)
+
+
+def inputs(k):
+    return (torch.zeros(3),)
+"""
+
+
+def test_a_program_eager_cannot_repeat_is_invalid_not_a_difference() -> None:
+    # Each call draws the next numbers of G: compiled code "differs" from
+    # eager, but so does eager from itself (as a read of uninitialised
+    # memory does), so the difference says nothing about the compiler.
+    from pytest_cgraph.runner import check_source
+
+    with pytest.raises(InvalidProgram) as raised:
+        check_source(UNSEEDED, backend="aot_eager")
+    assert str(raised.value) == (
+        "eager disagrees with itself when run again: value difference at iteration 1, "
+        "output #0 (iteration 1)"
+    )
+    assert raised.value.reason.startswith("RuntimeError: eager disagrees with itself")
+
+
 def test_fresh_args_give_each_iteration_its_own_arguments() -> None:
     seen: list[int] = []
 
