@@ -18,6 +18,7 @@ MODULES = (
     "cloning",
     "observe",
     "compiling",
+    "rounding",
     "engine",
     "ladder",
     "driver",

@@ -8,6 +8,7 @@ its arguments, and finally what backward left in ``.grad``.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,9 +97,17 @@ class TensorSnapshot:
 
 
 def compare_iteration(
-    eager: Any, compiled: Any, iteration: int, tolerance: Tolerance
+    eager: Any,
+    compiled: Any,
+    iteration: int,
+    tolerance: Tolerance,
+    excused: Collection[Place] = (),
 ) -> Difference | None:
-    """First difference between the two sides' observations of one iteration, or ``None``."""
+    """First difference between the two sides' observations of one iteration, or ``None``.
+
+    Values at an ``excused`` place are not compared (rounding explained them,
+    see :mod:`~pytest_cgraph.oracle.rounding`); their metadata still is.
+    """
     if compiled.error is not None:
         return crash_difference(compiled.error, compiled.traceback, iteration, compiled.phase)
     if eager.output_structure != compiled.output_structure:
@@ -111,8 +120,8 @@ def compare_iteration(
         )
     for index, (expected, actual) in enumerate(zip(eager.outputs, compiled.outputs, strict=True)):
         found = compare_values(expected, actual, tolerance, Kind.VALUE, check_layout=False)
-        if found is not None:
-            place = Place(Role.OUTPUT, index=index, argument=eager.output_arguments[index])
+        place = Place(Role.OUTPUT, index=index, argument=eager.output_arguments[index])
+        if found is not None and not _excused(found, place, excused):
             return found.located(iteration, place)
     for index, (expected, actual) in enumerate(zip(eager.aliasing, compiled.aliasing, strict=True)):
         if expected != actual:
@@ -141,8 +150,9 @@ def compare_iteration(
         eager.argument_names, eager.arguments, compiled.arguments, strict=True
     ):
         found = compare_values(expected, actual, tolerance, Kind.MUTATION, check_layout=True)
-        if found is not None:
-            return found.located(iteration, Place(Role.ARGUMENT, name=name))
+        place = Place(Role.ARGUMENT, name=name)
+        if found is not None and not _excused(found, place, excused):
+            return found.located(iteration, place)
     for name, expected in eager.grads.items():
         actual = compiled.grads.get(name)
         place = Place(Role.GRAD, name=name)
@@ -157,9 +167,14 @@ def compare_iteration(
             )
         if expected is not None:
             found = compare_values(expected, actual, tolerance, Kind.GRAD, check_layout=False)
-            if found is not None:
+            if found is not None and not _excused(found, place, excused):
                 return found.located(iteration, place, kind=Kind.GRAD)
     return None
+
+
+def _excused(found: Difference, place: Place, excused: Collection[Place]) -> bool:
+    """A value difference at an excused place; metadata differences are never excused."""
+    return place in excused and found.kind is not Kind.METADATA
 
 
 def crash_difference(

@@ -7,7 +7,8 @@ works), and listed in ``FAULTS`` with the failure kind it must produce.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,10 +48,36 @@ def stale_inputs(n: int, run: Callable[..., Any], args: Sequence[Any], state: di
 
 
 def lost_input_mutation(n: int, run: Callable[..., Any], args: Sequence[Any], state: dict) -> Any:
-    """Replays mutate private copies of the inputs; the caller's tensors are never written."""
+    """Replays mutate private copies of the inputs; the caller's tensors are never written.
+
+    That includes the tensors a graph holds as attributes (a module's
+    parameters in an optimizer step's graph), which CUDA-graph trees take
+    as static inputs.
+    """
     if n <= RECORD:
         return run(*args)
-    return run(*(a.clone() if isinstance(a, torch.Tensor) else a for a in args))
+    with _private_attributes(state["graph"]):
+        return run(*(a.clone() if isinstance(a, torch.Tensor) else a for a in args))
+
+
+@contextlib.contextmanager
+def _private_attributes(graph: torch.fx.GraphModule) -> Iterator[None]:
+    """Swap the tensors ``graph`` reads through ``get_attr`` for copies while inside."""
+    held = {
+        node.target: getattr(graph, node.target)
+        for node in graph.graph.nodes
+        if node.op == "get_attr" and isinstance(getattr(graph, node.target, None), torch.Tensor)
+    }
+    for name, tensor in held.items():
+        copy = tensor.detach().clone()
+        if isinstance(tensor, torch.nn.Parameter):
+            copy = torch.nn.Parameter(copy, requires_grad=tensor.requires_grad)
+        setattr(graph, name, copy)
+    try:
+        yield
+    finally:
+        for name, tensor in held.items():
+            setattr(graph, name, tensor)
 
 
 def lost_view_write(n: int, run: Callable[..., Any], args: Sequence[Any], state: dict) -> Any:

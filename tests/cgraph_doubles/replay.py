@@ -27,7 +27,7 @@ class ReplayBackend:
         self.fault = fault
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
-        state: dict[str, Any] = {"calls": 0}
+        state: dict[str, Any] = {"calls": 0, "graph": gm}
 
         def replaying(*args: Any) -> Any:
             state["calls"] += 1

@@ -1,0 +1,148 @@
+"""A program that runs its own backward, and rounding a program amplifies: no false alarm."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import cgraph_doubles.faults  # noqa: F401  (registers the faulty_* backends)
+from pytest_cgraph import ConfigurationError, EquivalenceError, check_equivalent
+from pytest_cgraph.oracle.compare import TensorSnapshot, Tolerance
+from pytest_cgraph.oracle.compiling import Backend
+from pytest_cgraph.oracle.difference import Place, Role
+from pytest_cgraph.oracle.engine import CheckSettings, run_check
+from pytest_cgraph.oracle.observe import Observation
+from pytest_cgraph.oracle.rounding import explained_by_rounding, to_float64
+
+
+def _batch() -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(1)
+    return torch.randn(6, 4, generator=g), torch.randn(6, 1, generator=g)
+
+
+def sgd_step(model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor):
+    opt.zero_grad()
+    loss = nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss  # not detached: its graph is freed
+
+
+def test_a_training_step_that_returns_its_undetached_loss_passes():
+    torch.manual_seed(0)
+    model = nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    report = check_equivalent(sgd_step, model, opt, *_batch(), backend="aot_eager")
+    assert report.tensor_outputs == 1
+
+
+def test_a_lost_parameter_update_still_fails_a_training_step():
+    torch.manual_seed(0)
+    model = nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(EquivalenceError) as caught:
+        check_equivalent(sgd_step, model, opt, *_batch(), backend="faulty_lost_input_mutation")
+    assert caught.value.difference.kind.value in {"mutation", "value"}
+
+
+@pytest.mark.parametrize(("retain_graph", "calls_per_side"), [(False, 1), (True, 2)])
+def test_the_check_adds_its_backward_only_where_the_program_kept_its_graph(
+    retain_graph, calls_per_side
+):
+    calls = []
+    w = torch.ones(3, requires_grad=True)
+    w.register_hook(lambda grad: calls.append(1))
+
+    def step(w):
+        loss = (w * w).sum()
+        loss.backward(retain_graph=retain_graph)
+        return loss
+
+    check_equivalent(step, w, backend="eager", iters=2)
+    # Two iterations on each of two sides: the program's backward, plus the
+    # check's own only where the program's graph is still there.
+    assert len(calls) == 2 * 2 * calls_per_side
+
+
+def test_backward_true_on_a_program_that_ran_its_own_says_which_setting_to_use():
+    def step(w):
+        loss = (w * w).sum()
+        loss.backward()
+        return loss
+
+    with pytest.raises(ConfigurationError, match="backward='auto'"):
+        check_equivalent(step, torch.ones(3, requires_grad=True), backend="eager", backward=True)
+
+
+class LinearThenBatchNorm(nn.Module):
+    """A linear layer's bias before a batch norm: its true gradient is zero, its
+    computed one rounding noise, which Adam turns into a step of ``±lr``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 8)
+        self.norm = nn.BatchNorm1d(8)
+        self.out = nn.Linear(8, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(torch.relu(self.norm(self.lin(x))))
+
+
+def adam_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    loss = nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def _check_adam(float64_reference: bool) -> None:
+    torch.manual_seed(0)
+    settings = CheckSettings(
+        backend=Backend.named("aot_eager"), float64_reference=float64_reference
+    )
+    run_check(adam_step, (LinearThenBatchNorm(), *_batch()), None, settings)
+
+
+def test_adam_amplifying_rounding_is_no_difference_against_float64():
+    _check_adam(float64_reference=True)
+
+
+def test_without_the_float64_reference_adam_amplified_rounding_would_fail():
+    # The same check as above, with the rule off: the false alarm it prevents.
+    with pytest.raises(EquivalenceError, match=r"model\.lin\.bias"):
+        _check_adam(float64_reference=False)
+
+
+def _observation(**places: list[float]) -> Observation:
+    observation = Observation()
+    observation.outputs = [TensorSnapshot.of(torch.tensor(places["output"]))]
+    return observation
+
+
+def test_rounding_explains_compiled_as_far_from_float64_as_eager():
+    place = Place(Role.OUTPUT, index=0)
+    exact = Observation()
+    exact.outputs = [TensorSnapshot.of(torch.tensor([0.0, 0.0], dtype=torch.float64))]
+    eager = _observation(output=[0.01, -0.008])
+    near = _observation(output=[-0.012, 0.009])
+    far = _observation(output=[0.05, 0.0])
+    assert explained_by_rounding(place, eager, near, exact, Tolerance())
+    assert not explained_by_rounding(place, eager, far, exact, Tolerance())
+
+
+def test_aliased_or_view_arguments_have_no_float64_stand_in():
+    base = torch.randn(4)
+    assert not to_float64([base, base[:2]])
+    assert not to_float64([base, base])
+    alone = torch.randn(3, requires_grad=True)
+    assert to_float64([alone, 2])
+    assert alone.dtype == torch.float64 and alone.is_leaf and alone.requires_grad
+
+
+def test_a_program_that_draws_random_numbers_is_judged_without_the_reference():
+    # float64 draws other numbers than float32: a frozen random stream must
+    # still fail, whatever the float64 run says.
+    with pytest.raises(EquivalenceError):
+        check_equivalent(lambda x: x + torch.rand(3), torch.zeros(3), backend="faulty_frozen_rng")
