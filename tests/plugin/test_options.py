@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 # torch is a C extension that cannot be imported twice in one process, and
@@ -129,7 +131,17 @@ def test_no_header_without_cgraph(pytester: pytest.Pytester) -> None:
 @pytest.mark.parametrize(
     ("args", "line"),
     [
-        (["--cgraph-backend", "nope"], "ERROR: pytest-cgraph: unknown backend 'nope'; valid: *"),
+        (
+            ["--cgraph-backend", "nope"],
+            "ERROR: pytest-cgraph: unknown backend 'nope'; valid: a backend name (*; "
+            "all: python -m pytest_cgraph.backends) or package.module:attr",
+        ),
+        (
+            # registered by a plugin: torch is asked, and knows the plugin's names
+            ["-p", "cgraph_doubles.faults", "--cgraph-backend", "faulty_lost_input_mutatoin"],
+            "ERROR: pytest-cgraph: unknown backend 'faulty_lost_input_mutatoin'; valid: a "
+            "backend name (closest: 'faulty_lost_input_mutation'*; all: *) or package.module:attr",
+        ),
         (
             ["--cgraph-backend", "no_such_module:fn"],
             "ERROR: pytest-cgraph: backend 'no_such_module:fn': cannot import 'no_such_module'*",
@@ -214,6 +226,66 @@ def test_cuda_without_cuda_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(
         ["ERROR: pytest-cgraph: device 'cuda' asked for, but this torch sees no CUDA device*"]
     )
+
+
+# pytest.main in a fresh process, then the heavy modules it imported.
+MODULES_AFTER_MAIN = """
+import sys
+import pytest
+code = pytest.main(["-p", "no:cacheprovider", "--cgraph", *sys.argv[1:]])
+print("exit", int(code), sorted(m for m in ("torch", "torch._dynamo") if m in sys.modules))
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "line", "imported"),
+    [
+        (
+            ["--cgraph-backend", "nosuchbackend"],
+            "ERROR: pytest-cgraph: unknown backend 'nosuchbackend'; valid: a backend name "
+            "(none close; all: python -m pytest_cgraph.backends) or package.module:attr",
+            [],
+        ),
+        (
+            ["--cgraph-backend", "cudagraph"],
+            "ERROR: pytest-cgraph: unknown backend 'cudagraph'; valid: a backend name "
+            "(closest: 'cudagraphs'; all: python -m pytest_cgraph.backends) or package.module:attr",
+            [],
+        ),
+        (
+            ["--cgraph-database", "notes.txt"],
+            "ERROR: --cgraph-database: '*notes.txt' is a file; give a directory",
+            [],
+        ),
+        (
+            ["--cgraph-backend", "reduce-overhead", "--cgraph-database", "redis://127.0.0.1:1/0"],
+            "ERROR: --cgraph-database: *127.0.0.1:1*",
+            [],
+        ),
+        (
+            ["--cgraph-backend", "aot_eager", "--cgraph-report", "notes.txt/r.json"],
+            "ERROR: --cgraph-report: 'notes.txt/r.json' cannot be written (*); give a writable *",
+            [],
+        ),
+        (
+            ["--cgraph-device", "cuda"],
+            "ERROR: pytest-cgraph: device 'cuda' asked for, but this torch sees no CUDA device*",
+            ["torch"],
+        ),
+    ],
+)
+def test_a_bad_value_is_told_before_torch_is_imported_where_torch_is_not_needed(
+    pytester: pytest.Pytester, args: list[str], line: str, imported: list[str]
+) -> None:
+    # Only a CUDA device needs torch to judge, and then not torch._dynamo, which
+    # cost seconds before the line.
+    if torch.cuda.is_available() and "cuda" in args:
+        pytest.skip("checks the message given when no CUDA device exists")
+    pytester.path.joinpath("notes.txt").write_text("a file, not a directory\n")
+    result = pytester.run(sys.executable, "-c", MODULES_AFTER_MAIN, *args, timeout=120)
+    assert result.outlines[-1] == f"exit 4 {imported}"
+    assert [text for text in result.errlines if text.strip()] == [result.errlines[0]]
+    result.stderr.fnmatch_lines([line])
 
 
 def test_ini_keys_are_read_and_errors_say_where(pytester: pytest.Pytester) -> None:

@@ -262,7 +262,11 @@ def test_tolerances_are_used() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"backend": "no_such_backend"}, r"^unknown backend 'no_such_backend'; valid: .*aot_eager"),
+        (
+            {"backend": "aot_eagr"},
+            r"^unknown backend 'aot_eagr'; valid: a backend name \(closest: 'aot_eager'.*; "
+            r"all: python -m pytest_cgraph.backends\) or package.module:attr$",
+        ),
         ({"backend": "no_such_module:fn"}, r"^backend 'no_such_module:fn': cannot import"),
         ({"backend": "torch:no_such_attr"}, r"has no attribute 'no_such_attr'$"),
         ({"device": "tpu"}, r"^unknown device 'tpu'; use auto, cpu, cuda or cuda:N$"),
