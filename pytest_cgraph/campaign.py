@@ -14,6 +14,7 @@ once.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -95,7 +96,12 @@ class CampaignItem(pytest.Item):
         with long_lived_heap_frozen(), self._checker() as checker:
             hunt = Hunt(
                 family=self.family,
-                strategy=programs(families=(self.family,), iters=options.iters),
+                strategy=programs(
+                    families=(self.family,),
+                    iters=options.iters,
+                    # On CUDA the transfers move tensors between host and device.
+                    device=session.device(self.config),
+                ),
                 check=checker.check,
                 case_of=self._case_of,
                 record=lambda failure: self._record(failure, checker),
@@ -270,17 +276,32 @@ def _layer_of(case: Case, difference: Difference) -> str | None:
     return locate_layer(case, difference)[0]
 
 
-def make_items(session_: pytest.Session, options: CgraphOptions, seed: int) -> list[CampaignItem]:
+def make_items(
+    session_: pytest.Session,
+    options: CgraphOptions,
+    seed: int,
+    *,
+    workers: int = 1,
+    deadline: float | None = None,
+) -> list[CampaignItem]:
     """The campaign's items in the families' order: one per family, or with
     ``--cgraph-shards N`` up to N per family, each with its share of the budget.
 
     A shard is named by its index, so its seed (mixed from the node id) and
     the programs it draws do not depend on how many workers run it.
+    ``--cgraph-duration`` boxes the whole run: ``workers`` run the items at
+    once, so each hunts for the box times the workers over the items (the
+    whole box where there are no more items than workers), and none draws
+    or shrinks past the box's ``deadline``.
     """
-    budget = Budget(options.examples, options.duration, options.shrink_seconds)
+    budget = Budget(options.examples, options.duration, options.shrink_seconds, deadline=deadline)
+    shares = budget.shares(options.shards)
+    if options.duration is not None:
+        count = len(options.families) * len(shares)
+        each = options.duration * min(workers, count) / count
+        shares = [dataclasses.replace(share, duration=each) for share in shares]
     items = []
     for family in options.families:
-        shares = budget.shares(options.shards)
         for index, share in enumerate(shares):
             name = family if options.shards == 1 else f"{family}[{index}]"
             items.append(

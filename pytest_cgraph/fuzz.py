@@ -365,7 +365,9 @@ def fuzzes(family: str) -> Callable[[TestFunction], TestFunction]:
     phases = [phase for phase in profile.phases if phase is not Phase.explain]
 
     def decorate(test: TestFunction) -> TestFunction:
-        drawn = given(program=programs(families=(family,), iters=SETTINGS.iters))(test)
+        drawn = given(
+            program=programs(families=(family,), iters=SETTINGS.iters, device=SETTINGS.device)
+        )(test)
         return settings(  # type: ignore[no-any-return]
             deadline=None, suppress_health_check=list(suppressed), phases=phases, **examples
         )(drawn)

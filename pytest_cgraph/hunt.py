@@ -64,11 +64,16 @@ class Budget:
     until that much time has passed, whatever ``examples`` says.
     Shrinking one failure may take ``shrink_seconds`` more, or less: it
     ends once its statement count has not fallen for ``stall_seconds``.
+    A time-boxed run gives each item a share of the box and the box's
+    ``deadline``, which ends drawing and shrinking alike.
     """
 
     examples: int
     duration: float | None = None
     shrink_seconds: float = 20.0
+    #: When the whole run's time box ends (``time.time()``): no drawing nor
+    #: shrinking past it, whatever this item's share says.
+    deadline: float | None = None
 
     @property
     def stall_seconds(self) -> float:
@@ -137,6 +142,8 @@ class Hunt:
     database: Any = "default"
     progress: Callable[[Hunt], None] = lambda hunt: None
     clock: Callable[[], float] = time.monotonic
+    #: The clock of ``budget.deadline``: wall time, shared by every worker.
+    wall_clock: Callable[[], float] = time.time
 
     #: Signatures found so far: this hunt's, and, where the item shares the set
     #: of its run, other hunts' too (a bug several families reach is shrunk and
@@ -171,11 +178,17 @@ class Hunt:
     @property
     def spent(self) -> bool:
         """Nothing more to draw: the budget is used, too many new bugs, or stalled."""
-        if self.stalled or len(self.new) >= MAX_NEW:
+        if self.stalled or len(self.new) >= MAX_NEW or self.past_deadline:
             return True
         if self.budget.duration is not None:
             return self.clock() - self.started >= self.budget.duration
         return self.drawn >= self.budget.examples
+
+    @property
+    def past_deadline(self) -> bool:
+        """The run's time box is over (see :attr:`Budget.deadline`)."""
+        deadline = self.budget.deadline
+        return deadline is not None and self.wall_clock() >= deadline
 
     def run(self) -> list[Failure]:
         """Hunt until the budget is spent; the new failures, recorded, in order found."""
@@ -361,6 +374,7 @@ class Hunt:
         return (
             now - self._first_failure > self.budget.shrink_seconds
             or now - self._fewer_since > self.budget.stall_seconds
+            or self.past_deadline
         )
 
     def _kept_database(self) -> KeepFailing | None:

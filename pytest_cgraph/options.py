@@ -63,7 +63,9 @@ class Option:
 OPTIONS = (
     Option(
         "--cgraph",
-        "run the fuzz campaign and check cgraph_equivalent tests against eager",
+        "check cgraph_equivalent tests and the cgraph fixture against compiled code; the fuzz "
+        "campaign runs too when no test path is given, or with --cgraph-examples, "
+        "--cgraph-duration, --cgraph-families or --cgraph-shards",
         False,
         OptionKind.FLAG,
     ),
@@ -87,7 +89,8 @@ OPTIONS = (
     ),
     Option(
         "--cgraph-duration",
-        "hunt for this long per campaign item (90s, 30m, 8h), whatever --cgraph-examples says",
+        "time box of the whole campaign (90s, 30m, 8h), over all its items and workers, "
+        "whatever --cgraph-examples says",
         "",
     ),
     Option(

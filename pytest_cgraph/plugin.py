@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 SEED_KEY = pytest.StashKey[int]()
 STARTED_KEY = pytest.StashKey[float]()
+DEADLINE_KEY = pytest.StashKey["float | None"]()
 MARKED_KEY = pytest.StashKey[MarkerSettings]()
 FIXED_KEY = "_cgraph_fixed"
 
@@ -46,7 +47,6 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     # from pytest_configure as an internal error with a traceback.
     options = read_options(config)
     if options.enabled or options.check_known:
-        _check_backend_and_device(options)
         _check_writable("--cgraph-repro-dir", options.repro_dir, is_dir=True)
         if options.report is not None:
             _check_writable("--cgraph-report", options.report, is_dir=False)
@@ -54,16 +54,25 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
             _check_writable("--cgraph-report-html", options.report_html, is_dir=False)
     if options.enabled and options.database is not None:
         _check_database(options)
+    if options.enabled or options.check_known:
+        # Last: the one check that may need torch (a backend a plugin
+        # registered, a CUDA device), so a bad path is told without it.
+        _check_backend_and_device(options)
 
 
 def _check_backend_and_device(options: CgraphOptions) -> None:
-    """Fail the session at start, in one line, rather than in every test."""
-    from pytest_cgraph.backends import resolve_backend, resolve_device
+    """Fail the session at start, in one line, rather than in every test.
+
+    Without importing torch where the value alone tells (a built-in backend
+    name, an Inductor mode, ``auto`` or ``cpu``): ``import torch._dynamo``
+    costs seconds, more than the rest of a run that stops at a typo.
+    """
+    from pytest_cgraph.backends import check_backend, check_device
     from pytest_cgraph.errors import ConfigurationError
 
     try:
-        resolve_backend(options.backend)
-        resolve_device(options.device)
+        check_backend(options.backend)
+        check_device(options.device)
     except ConfigurationError as exc:
         raise pytest.UsageError(f"pytest-cgraph: {exc}") from None
 
@@ -108,6 +117,14 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     config.stash[OPTIONS_KEY] = options
     config.stash[STARTED_KEY] = time.perf_counter()
+    # The end of the run's time box, set once by the controller (wall time,
+    # so that workers elsewhere share it).
+    if worker_input is not None and "cgraph_deadline" in worker_input:
+        config.stash[DEADLINE_KEY] = worker_input["cgraph_deadline"]
+    else:
+        config.stash[DEADLINE_KEY] = (
+            time.time() + options.duration if options.duration is not None else None
+        )
     if worker_input is None:
         config.pluginmanager.register(LiveReports(config), "cgraph-live-reports")
     if worker_input is not None and "cgraph_seed" in worker_input:
@@ -160,7 +177,7 @@ def session_device(config: pytest.Config) -> str:
     return str(device) if device is not None else "cpu"
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
     options = config.stash[OPTIONS_KEY]
     if not options.enabled:
         return None
@@ -175,15 +192,44 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     )
     seed = config.stash[SEED_KEY]
     budget = (
-        f"duration={options.duration:g}s"
+        f"duration={options.duration:g}s for the whole campaign"
         if options.duration is not None
         else f"examples={options.examples}"
     )
     if options.shards > 1:
         budget += f" in {options.shards} shards per family"
-    return (
+    lines = [
         f"cgraph: backend={options.backend} device={device} iters={options.iters} {budget} "
         f"{capture} seed={seed} (rerun with --cgraph-seed={seed})"
+    ]
+    if options.baseline:
+        from importlib.metadata import version
+
+        from pytest_cgraph.registry import baseline_note
+
+        note = baseline_note(version("torch"))
+        if note is not None:
+            lines.append(f"cgraph: {note}")
+    return lines
+
+
+#: Options only the campaign reads: giving one on the command line asks for it.
+CAMPAIGN_FLAGS = ("--cgraph-examples", "--cgraph-duration", "--cgraph-families", "--cgraph-shards")
+
+
+def wants_campaign(config: pytest.Config) -> bool:
+    """Whether this ``--cgraph`` run includes the fuzz campaign.
+
+    It does when no test path is named (``pytest --cgraph``), or when an
+    option only the campaign reads is given; ``pytest --cgraph tests/mine``
+    checks the marked tests under that path alone. xdist workers see the
+    controller's command line, so they decide alike.
+    """
+    if config.args_source is not pytest.Config.ArgsSource.ARGS:
+        return True
+    words = [str(word) for word in config.invocation_params.args]
+    return any(
+        word == flag or word.startswith(f"{flag}=") for word in words for flag in CAMPAIGN_FLAGS
     )
 
 
@@ -194,12 +240,19 @@ def pytest_collection_modifyitems(
     # tryfirst: the campaign items must exist before -k and -m deselect.
     options = config.stash[OPTIONS_KEY]
     added: list[pytest.Item] = []
-    if options.enabled:
+    if options.enabled and wants_campaign(config):
         from pytest_cgraph.campaign import make_items
         from pytest_cgraph.crashes import died_items
 
+        worker = getattr(config, "workerinput", None)
         added += died_items(session, options)
-        added += make_items(session, options, config.stash[SEED_KEY])
+        added += make_items(
+            session,
+            options,
+            config.stash[SEED_KEY],
+            workers=worker["workercount"] if worker is not None else 1,
+            deadline=config.stash[DEADLINE_KEY],
+        )
     if options.check_known:
         from pytest_cgraph.known_items import known_items
 

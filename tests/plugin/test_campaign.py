@@ -236,3 +236,54 @@ def test_a_running_item_shows_its_progress_with_v(
         pytester, "--cgraph-families=views", "--cgraph-examples=4", "--cgraph-seed=7", *workers
     )
     assert "cgraph::views: " not in quiet.stdout.str() + quiet.stderr.str()
+
+
+def _mine(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_mine="""
+        import pytest, torch
+
+        @pytest.mark.cgraph_equivalent
+        def test_double(x=torch.ones(2)):
+            return x * 2
+        """
+    )
+
+
+def test_a_named_path_runs_its_own_tests_without_the_campaign(pytester: pytest.Pytester) -> None:
+    _mine(pytester)
+    result = campaign(pytester, "test_mine.py")
+    result.assert_outcomes(passed=1)
+    assert "cgraph::" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("option", ["--cgraph-examples=2", "--cgraph-families=views"])
+def test_a_campaign_option_with_a_path_runs_the_campaign_too(
+    pytester: pytest.Pytester, option: str
+) -> None:
+    _mine(pytester)
+    args = [option, "--cgraph-seed=7", "-v"]
+    if option.startswith("--cgraph-families"):
+        args.append("--cgraph-examples=2")
+    result = campaign(pytester, "test_mine.py", *args)
+    outcomes = result.parseoutcomes()
+    assert outcomes["passed"] > 1
+    result.stdout.fnmatch_lines(["*cgraph::views PASSED*"])
+
+
+def test_a_duration_is_shared_by_the_items_and_bounded_by_the_runs_deadline(
+    pytester: pytest.Pytester,
+) -> None:
+    from pytest_cgraph.campaign import make_items
+    from pytest_cgraph.options import read_options
+
+    config = pytester.parseconfigure(
+        "--cgraph", "--cgraph-duration=60s", "--cgraph-families=views,rng,scalars,mutation"
+    )
+    session = pytest.Session.from_config(config)
+    options = read_options(config)
+    items = make_items(session, options, seed=1, workers=2, deadline=123.0)
+    assert [item.budget.duration for item in items] == [30.0] * 4
+    assert {item.budget.deadline for item in items} == {123.0}
+    lone = make_items(session, options, seed=1, workers=8, deadline=None)
+    assert [item.budget.duration for item in lone] == [60.0] * 4

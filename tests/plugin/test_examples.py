@@ -24,4 +24,4 @@ def test_examples_pass_with_aot_eager(pytester: pytest.Pytester) -> None:
         "not cgraph",  # the examples only, not the fuzz campaign
     )
     result.stdout.fnmatch_lines(["cgraph: backend=aot_eager *"])
-    result.assert_outcomes(passed=31)
+    result.assert_outcomes(passed=42)

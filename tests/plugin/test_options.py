@@ -67,7 +67,7 @@ def test_help_lists_every_option_with_its_help(pytester: pytest.Pytester) -> Non
     result.stdout.fnmatch_lines(
         [
             "CUDA-graph equivalence (pytest-cgraph):",
-            "*--cgraph *run the fuzz campaign and check cgraph_equivalent tests*",
+            "*--cgraph *check cgraph_equivalent tests and the cgraph fixture*",
             "*--cgraph-backend=CGRAPH_BACKEND",
             "*torch.compile backend name, reduce-overhead*",
             "*--cgraph-device=CGRAPH_DEVICE",

@@ -414,3 +414,33 @@ def test_a_shrink_ends_once_its_statement_count_stops_falling(
         assert failure.case.size > 10
     else:
         assert failure.case.size == 10
+
+
+def test_the_runs_deadline_ends_drawing_whatever_the_items_share() -> None:
+    ticks = itertools.count()
+    wall = iter(range(1000, 2000))
+    hunt, _ = make_hunt(
+        lambda number: Outcome(Verdict.PASS),
+        clock=lambda: float(next(ticks)),
+        wall_clock=lambda: float(next(wall)),
+    )
+    # The item's own share would last 500 ticks; the run's box ends at 1010.
+    hunt.budget = Budget(examples=1, duration=500.0, deadline=1010.0)
+    assert hunt.run() == []
+    assert 0 < hunt.drawn < 12
+    assert hunt.past_deadline and hunt.spent
+
+
+def test_the_runs_deadline_ends_a_shrink_with_the_smallest_program_so_far() -> None:
+    wall = [0.0]
+
+    def late_once_failing(number: int) -> Outcome:
+        if number >= 10:
+            wall[0] = 100.0  # the box ends as the first failure is met
+        return wrong_from_ten(number)
+
+    hunt, _ = make_hunt(late_once_failing, wall_clock=lambda: wall[0], examples=200)
+    hunt.budget = Budget(200, shrink_seconds=1000.0, deadline=50.0)
+    found = hunt.run()
+    assert [failure.signature for failure in found] == ["value-output"]
+    assert hunt.drawn < 200  # nothing drawn past the box
