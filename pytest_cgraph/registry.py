@@ -325,6 +325,74 @@ def baseline_dir(torch_version: str) -> Path | None:
     return directory if directory.is_dir() else None
 
 
+def _release(torch_version: str) -> tuple[int, int] | None:
+    """``2.11.0+cu128`` -> ``(2, 11)``; ``None`` for a version that names no release."""
+    match = re.match(r"(\d+)\.(\d+)", torch_version)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def shipped_baselines() -> dict[tuple[int, int], Path]:
+    """Every baseline shipped in the package, by the torch release it was recorded on."""
+    found = {}
+    for directory in BASELINE_ROOT.glob("torch-*"):
+        release = _release(directory.name.removeprefix("torch-"))
+        if release is not None and directory.is_dir():
+            found[release] = directory
+    return found
+
+
+def nearest_baseline_dir(torch_version: str) -> Path | None:
+    """The shipped baseline of the release nearest ``torch_version``, when none is its own.
+
+    ``None`` when the running torch has a baseline (:func:`baseline_dir`) or
+    none is shipped. Nearest by release: of the same major release the
+    nearest minor, between two equally near the newer (its entries were drawn
+    by the current generator); else the release next to it in release order.
+    Its entries were recorded on another torch: some may be fixed there or
+    behave differently, so they are known on this torch only once replayed
+    here (see :func:`baseline_note`).
+    """
+    release = _release(torch_version)
+    shipped = shipped_baselines()
+    if release is None or not shipped or baseline_dir(torch_version) is not None:
+        return None
+
+    def distance(other: tuple[int, int]) -> tuple[int, int, int]:
+        if other[0] == release[0]:
+            return (0, abs(other[1] - release[1]), -other[1])
+        # Another major release: the one next to it in release order.
+        return (abs(other[0] - release[0]), -other[1] if other < release else other[1], 0)
+
+    return shipped[min(shipped, key=distance)]
+
+
+def baseline_note(torch_version: str, rechecked: int | None = None) -> str | None:
+    """One line for a run on a torch with no shipped baseline; ``None`` when it has one.
+
+    Without a baseline, torch's own differences recorded for other releases
+    are failures like any new one (shrunk, reported, failing their item),
+    which a reader must know before reading the run's failures as news.
+    ``rechecked``: how many of the nearest baseline's entries reproduced on
+    this torch and are used as known (``None``: they were not replayed).
+    """
+    if baseline_dir(torch_version) is not None:
+        return None
+    release = _release(torch_version)
+    name = f"torch {release[0]}.{release[1]}" if release else f"torch {torch_version!r}"
+    nearest = nearest_baseline_dir(torch_version)
+    if nearest is None:
+        return f"no baseline of known torch differences for {name}: every difference counts as new"
+    if rechecked is None:
+        return (
+            f"no baseline of known torch differences for {name} (nearest: {nearest.name}, "
+            "not used): torch's own differences count as new"
+        )
+    return (
+        f"no baseline of known torch differences for {name}: {rechecked} entries of "
+        f"{nearest.name} that reproduce here are known, the rest count as new"
+    )
+
+
 class Registry:
     """Known bugs by base signature, from one or more directories of repro files."""
 

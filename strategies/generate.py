@@ -21,7 +21,7 @@ from hypothesis.errors import InvalidArgument
 
 from pytest_cgraph.oracle.compiling import grad_mode
 from pytest_cgraph.oracle.protocol import GRAD_MODES
-from pytest_cgraph.strategies.ops import FAMILIES, Context, OpSpec, Var, ops_for
+from pytest_cgraph.strategies.ops import FAMILIES, Context, OpSpec, Var, is_cuda_device, ops_for
 from pytest_cgraph.strategies.program import (
     LAYOUTS,
     OPTIMIZERS,
@@ -89,6 +89,7 @@ def programs(
     max_statements: int = 6,
     max_inputs: int = 3,
     iters: int = 5,
+    device: str = "cpu",
 ) -> st.SearchStrategy[Program]:
     """Small tensor programs from the named families.
 
@@ -98,6 +99,11 @@ def programs(
         min_statements, max_statements: bounds on the statements kept.
         max_inputs: bounds the program's arguments (at least one tensor).
         iters: iterations the program is run for (4+ replay CUDA graphs twice).
+        device: the device the programs will run on (``cpu``, ``cuda``,
+            ``cuda:N``). On a CUDA device the ``transfer`` family (and
+            ``mixed``) also moves tensors between host and GPU: ``cuda()``,
+            ``non_blocking`` copies, pinned memory, 0-dim host tensors meeting
+            device tensors. On ``cpu`` the programs are those drawn without it.
 
     Examples from this strategy shrink by dropping statements (each is one
     deletable draw), dropping inputs, moving towards the simplest ops of the
@@ -116,10 +122,14 @@ def programs(
         )
     if max_inputs < 1 or iters < 1:
         raise InvalidArgument(f"max_inputs and iters must be >= 1, got {max_inputs}, {iters}")
-    return _programs(families, min_statements, max_statements, max_inputs, iters)
+    if device != "cpu" and not is_cuda_device(device):
+        raise InvalidArgument(f"device must be cpu, cuda or cuda:N, got {device!r}")
+    return _programs(families, min_statements, max_statements, max_inputs, iters, device)
 
 
-def draw_programs(count: int, *, families: tuple[str, ...], seed: int) -> list[Program]:
+def draw_programs(
+    count: int, *, families: tuple[str, ...], seed: int, device: str = "cpu"
+) -> list[Program]:
     """Draw about ``count`` programs outside a test, reproducibly (scripts, benchmarks).
 
     Runs Hypothesis's generate phase only, with no database and none of the
@@ -141,7 +151,7 @@ def draw_programs(count: int, *, families: tuple[str, ...], seed: int) -> list[P
         suppress_health_check=list(HealthCheck),
     )
     @hypothesis_seed(seed)
-    @given(programs(families=families))
+    @given(programs(families=families, device=device))
     def collect(program: Program) -> None:
         drawn.append(program)
 
@@ -158,6 +168,7 @@ def _programs(
     max_statements: int,
     max_inputs: int,
     iters: int,
+    device: str = "cpu",
 ) -> Program:
     family = draw(st.sampled_from(families))
     schedule = _draw_schedule(draw, family)
@@ -192,7 +203,7 @@ def _programs(
         with grad_mode(mode):
             opening = _module_calls(variables, env)
             statements = opening + _draw_statements(
-                draw, ops_for(family), variables, env, min_statements, max_statements
+                draw, ops_for(family, device), variables, env, min_statements, max_statements
             )
     outputs = _draw_outputs(draw, variables)
     features = _output_features(outputs, variables, inputs)

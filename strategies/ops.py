@@ -387,18 +387,53 @@ def _as_strided(ctx: Context) -> tuple[list[str], bool]:
     return [f"{ctx.new_name} = {ctx.x}.as_strided(({size},), (1,), {ctx.x}.storage_offset())"], True
 
 
+#: ``to`` on any run: on a CPU run these copy or return the tensor itself;
+#: on a CUDA run the ``cpu()`` forms copy device to host.
+_TO_DEVICE_FORMS = (
+    "{x}.cpu()",
+    "{x}.to('cpu')",
+    "{x}.cpu().to({d}.device)",
+    "{x}.to({d}.device, copy=True)",
+    "{x}.to('cpu', non_blocking=True)",
+)
+
+
 def _to_device(ctx: Context) -> tuple[list[str], bool]:
-    form = ctx.draw(
-        st.sampled_from(
-            [
-                "{x}.cpu()",
-                "{x}.to('cpu')",
-                "{x}.cpu().to({d}.device)",
-                "{x}.to({d}.device, copy=True)",
-                "{x}.to('cpu', non_blocking=True)",
-            ]
-        )
-    )
+    form = ctx.draw(st.sampled_from(list(_TO_DEVICE_FORMS)))
+    device_source = next((v.name for v in ctx.variables if v.origin == "input"), ctx.x)
+    return [f"{ctx.new_name} = {form.format(x=ctx.x, d=device_source)}"], True
+
+
+#: What ``to`` adds on a CUDA run, where the program's inputs live on the GPU:
+#: real host-device traffic in both directions. ``{d}`` is an input, so
+#: ``{d}.device`` is the run's device (the host while drawing); the forms
+#: naming CUDA itself are drawn only where torch can run them (a statement
+#: torch rejects while drawing is dropped), i.e. on a machine with a GPU.
+_CUDA_TRANSFERS = (
+    # Device to host, then back asynchronously from pageable memory.
+    "{x}.cpu().to({d}.device, non_blocking=True)",
+    # Host arithmetic between the two copies: a graph with CPU ops in it.
+    "({x}.cpu() * 2).to({d}.device)",
+    # A 0-dim host tensor meeting a device tensor (CPU scalars are allowed).
+    "{x} + {x}.sum().cpu()",
+    "{x} * {x}.flatten()[0].cpu()",
+    # Pinned host memory, then a non-blocking copy to the device.
+    "{x}.cpu().pin_memory().to({d}.device, non_blocking=True)",
+    "{x}.cpu().cuda()",
+    "{x}.cpu().cuda(non_blocking=True)",
+    "{x}.cpu().to('cuda')",
+    "{x}.cpu().to('cuda', non_blocking=True)",
+)
+
+
+def _to_device_cuda(ctx: Context) -> tuple[list[str], bool]:
+    """``to`` on a CUDA run: the host-only forms, then transfers to and from the GPU.
+
+    A separate builder, not a branch of :func:`_to_device`: a CPU run keeps
+    drawing exactly the programs it drew before (tests and databases pin them).
+    """
+    forms = _TO_DEVICE_FORMS + _CUDA_TRANSFERS
+    form = ctx.draw(st.sampled_from(forms))
     device_source = next((v.name for v in ctx.variables if v.origin == "input"), ctx.x)
     return [f"{ctx.new_name} = {form.format(x=ctx.x, d=device_source)}"], True
 
@@ -1026,13 +1061,26 @@ OPS: tuple[OpSpec, ...] = (
 )
 
 
-def ops_for(family: str) -> tuple[tuple[OpSpec, ...], tuple[OpSpec, ...]]:
+#: The ``to`` record of a CUDA run: same name, place and families as the
+#: catalog's, so coverage and shrinking treat it as the same op.
+_TO_CUDA = OpSpec("to", "transfer", TRANSFER, _tensor, _to_device_cuda)
+
+
+def is_cuda_device(device: str) -> bool:
+    """Whether ``device`` (``cpu``, ``cuda``, ``cuda:N``) names a GPU."""
+    return device == "cuda" or device.startswith("cuda:")
+
+
+def ops_for(family: str, device: str = "cpu") -> tuple[tuple[OpSpec, ...], tuple[OpSpec, ...]]:
     """The records a family draws from: (shared basic ops, the family's own ops).
 
     Kept apart so that a family's own ops are not drowned by the basic ones
-    every family shares.
+    every family shares. On a CUDA ``device`` the ``to`` record draws real
+    host-device transfers too; on the CPU the catalog is used as it is.
     """
     chosen = [op for op in OPS if family in op.families]
+    if is_cuda_device(device):
+        chosen = [_TO_CUDA if op.name == "to" else op for op in chosen]
     return (
         tuple(op for op in chosen if op.families == ALL),
         tuple(op for op in chosen if op.families != ALL),
