@@ -139,7 +139,7 @@ class MarkedRun:
         if not self.options.enabled:
             result = program(*values)
             if not any(isinstance(leaf, torch.Tensor) for leaf in pytree.tree_leaves(result)):
-                self._no_tensors(result)
+                self._no_tensors("None" if result is None else type(result).__name__)
             return
 
         from pytest_cgraph.errors import InvalidProgram
@@ -171,12 +171,13 @@ class MarkedRun:
             raise
         stats.count_report(report)
         if report.tensor_outputs == 0:
-            self._no_tensors(None)
+            self._no_tensors(report.returned)
 
-    def _no_tensors(self, result: Any) -> None:
+    def _no_tensors(self, returned: str) -> None:
+        """Fail in one line naming what the test returned (the type's name)."""
         pytest.fail(
             f"{self.item.nodeid}: a @pytest.mark.{MARKER} test must return the tensors to "
-            f"compare (got {type(result).__name__ if result is not None else 'None'})",
+            f"compare (got {returned})",
             pytrace=False,
         )
 

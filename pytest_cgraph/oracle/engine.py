@@ -112,6 +112,8 @@ class CheckReport:
     skip_reasons: dict[str, int]
     outputs_overwritten: int
     tensor_outputs: int = 0
+    #: The type of what the function returned (eager, first call).
+    returned: str = ""
 
     def summary(self) -> str:
         """One line for a terminal."""
@@ -270,6 +272,7 @@ def _iterate(
     spec: Any = None
     names: list[str] = []
     tensor_outputs = 0
+    returned = ""
     reference = _Float64Reference(fn, args, fresh_args, settings, advance)
     with (
         collect_compile_evidence() as evidence,
@@ -291,6 +294,7 @@ def _iterate(
             compiled.own_backward = eager.own_backward
             if k == 1:
                 tensor_outputs = sum(isinstance(o, TensorSnapshot) for o in seen.outputs)
+                returned = seen.returned
             with compiled_autograd_engine(settings.backend, settings.compiled_autograd):
                 compiled_seen, compiled_raw = _run_compiled_side(
                     compiled, spec, names, k, settings, ops
@@ -329,6 +333,7 @@ def _iterate(
         skip_reasons=dict(evidence.skip_reasons),
         outputs_overwritten=overwritten,
         tensor_outputs=tensor_outputs,
+        returned=returned,
     )
 
 
@@ -480,6 +485,7 @@ def _run_side(
         ops.synchronize()
     except Exception as exc:
         return _failed(observation, exc, "call"), []
+    observation.returned = "None" if result is None else type(result).__name__
     flat_out, out_spec = pytree.tree_flatten(result)
     try:
         arguments = observed_arguments(side.flat, names)

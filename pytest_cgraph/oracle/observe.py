@@ -42,6 +42,8 @@ class Observation:
     error: BaseException | None = None
     phase: str = ""
     traceback: str = ""
+    #: The type of what the call returned, for a message about it.
+    returned: str = ""
 
 
 def observed_arguments(flat_args: Sequence[Any], names: Sequence[str]) -> list[tuple[str, Any]]:

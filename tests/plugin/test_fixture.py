@@ -47,3 +47,6 @@ def test_fixture_uses_session_options(pytester: pytest.Pytester, workers: list[s
     )
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*value difference at iteration 1, output #0*"])
+    # Every check of the fixture counts in the summary, the failing one too,
+    # whatever worker made it.
+    result.stdout.fnmatch_lines(["programs: 3 checked, 0 invalid*", "compiles: [1-9]*"])

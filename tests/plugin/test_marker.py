@@ -77,6 +77,11 @@ def test_returns_nothing():
     torch.ones(1)
 
 
+@pytest.mark.cgraph_equivalent
+def test_returns_a_string():
+    return str(torch.ones(1))
+
+
 @pytest.mark.cgraph_equivalent(backend="relu_accuracy_error_TESTING_ONLY")
 def test_differs():
     return torch.relu(torch.tensor([-1.0, 2.0]))
@@ -117,9 +122,11 @@ def test_marked_tests_are_checked_with_cgraph(
 def test_bad_marked_tests_say_what_is_wrong_in_one_line(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(BAD)
     result = pytester.runpytest(*CHECKED_WITHOUT_CAMPAIGN)
-    result.assert_outcomes(failed=3, errors=2, deselected=1)
+    result.assert_outcomes(failed=4, errors=2, deselected=1)
     result.stdout.fnmatch_lines_random(
         [
+            "*test_returns_a_string: a @pytest.mark.cgraph_equivalent test must return the "
+            "tensors to compare (got str)",
             "*test_unknown_argument: @pytest.mark.cgraph_equivalent: unknown argument "
             "'iterations'; allowed: iters, backend, rtol, atol",
             "*test_wrong_type: @pytest.mark.cgraph_equivalent: iters must be a positive integer, "
