@@ -20,7 +20,7 @@ import sys
 import time
 import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -256,9 +256,7 @@ def write_progress(config: pytest.Config, line: str) -> None:
     whose terminal output pytest-xdist does not forward while a test runs,
     to the worker's stderr, which the worker inherits from the controller.
     """
-    capture = config.pluginmanager.get_plugin("capturemanager")
-    guard = capture.global_and_fixture_disabled() if capture is not None else nullcontext()
-    with guard:
+    with session.output_guard(config):
         worker = getattr(config, "workerinput", None)
         if worker is not None:
             sys.stderr.write(f"[{worker.get('workerid', 'worker')}] {line}\n")

@@ -96,6 +96,7 @@ def send_snapshot(item: pytest.Item, stats: RunStats, children: list[int] | None
     live = config.stash.get(LIVE_KEY, None)
     if live is not None:
         live.receive(item.nodeid, MAIN, payload["stats"], rss=payload["rss_mb"])
+        show_status(config, live)
 
 
 def worker_name(report: pytest.TestReport) -> str:
@@ -273,3 +274,30 @@ class LiveRun:
             row["rss_mb"] = figures.rss_mb
             row["peak_rss_mb"] = figures.peak_rss_mb
         return table
+
+
+def status_line(total: RunStats, elapsed: float) -> str:
+    """The run so far in one line, for a terminal while items run for minutes."""
+    new = len({failure.signature for failure in total.failures})
+    rate = total.programs / elapsed if elapsed > 0 else 0.0
+    return (
+        f"cgraph: {total.programs} programs checked, {rate:.1f}/s, {new} new, "
+        f"{len(total.known)} known, {elapsed:.0f} s"
+    )
+
+
+def show_status(config: pytest.Config, live: LiveRun) -> None:
+    """Rewrite one status line (:func:`status_line`) as figures arrive, at the
+    default verbosity on a terminal only: ``-v`` has its progress lines, and a
+    log file or CI has no use for a line rewritten in place."""
+    from pytest_cgraph.session import output_guard
+
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or config.get_verbosity() != 0 or not reporter.isatty():
+        return
+    line = status_line(live.total(), live.clock() - live.started)
+    with output_guard(config):
+        # On a line of its own: the next result starts a new line below it.
+        reporter.ensure_newline()
+        reporter.rewrite(line, erase=True)
+        reporter.flush()

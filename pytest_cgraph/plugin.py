@@ -361,7 +361,7 @@ class LiveReports:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        from pytest_cgraph.live import LIVE_KEY, RSS_KEY, SNAPSHOT_KEY, worker_name
+        from pytest_cgraph.live import LIVE_KEY, RSS_KEY, SNAPSHOT_KEY, show_status, worker_name
 
         live = self.config.stash.get(LIVE_KEY, None)
         if live is None:
@@ -372,6 +372,7 @@ class LiveReports:
             live.receive(report.nodeid, worker, snapshot["stats"], rss=snapshot["rss_mb"])
             self._forget_shown()
             self._shown.append(report)  # the terminal reporter keeps it after this hook
+            show_status(self.config, live)
         from pytest_cgraph.crashes import DEAD_KEY, receive_dead_programs
 
         dead = report.__dict__.pop(DEAD_KEY, None)

@@ -7,6 +7,7 @@ cleanup is registered with the session where it is made.
 from __future__ import annotations
 
 import importlib.util
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -198,3 +199,9 @@ def share_cores(config: pytest.Config) -> None:
     share = max(1, (os.cpu_count() or 1) // workers)
     if torch.get_num_threads() > share:
         torch.set_num_threads(share)
+
+
+def output_guard(config: pytest.Config) -> AbstractContextManager[Any]:
+    """Output capture suspended, so that a line written inside reaches the terminal."""
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    return capture.global_and_fixture_disabled() if capture is not None else nullcontext()

@@ -287,3 +287,32 @@ def test_a_duration_is_shared_by_the_items_and_bounded_by_the_runs_deadline(
     assert {item.budget.deadline for item in items} == {123.0}
     lone = make_items(session, options, seed=1, workers=8, deadline=None)
     assert [item.budget.duration for item in lone] == [60.0] * 4
+
+
+ON_A_TERMINAL = """
+import pytest
+
+import pytest_cgraph.live
+
+pytest_cgraph.live.SNAPSHOT_SECONDS = 0.0
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    reporter.isatty = lambda: {tty}
+"""
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_a_status_line_shows_the_run_so_far_on_a_terminal_only(
+    pytester: pytest.Pytester, tty: bool
+) -> None:
+    pytester.makeconftest(ON_A_TERMINAL.format(tty=tty))
+    result = campaign(pytester, "--cgraph-families=views", "--cgraph-examples=4", "--cgraph-seed=7")
+    result.assert_outcomes(passed=1)
+    status = "*cgraph: * programs checked, */s, 0 new, * known, * s*"
+    if tty:
+        result.stdout.fnmatch_lines([status])
+    else:
+        assert "programs checked, " not in result.stdout.str()
