@@ -301,3 +301,18 @@ def show_status(config: pytest.Config, live: LiveRun) -> None:
         reporter.ensure_newline()
         reporter.rewrite(line, erase=True)
         reporter.flush()
+
+
+def time_spread(live: LiveRun, box: float, wall: float) -> str:
+    """How a time-boxed run spent its box: the campaign items' hunting times, and
+    the run's own wall time (start-up, marked tests and recording included)."""
+    seconds = sorted(
+        stats.seconds for nodeid, stats in live.items.items() if nodeid.startswith("cgraph::")
+    )
+    workers = len({live.worker_of[nodeid] for nodeid in live.items}) or 1
+    if not seconds:
+        return f"time box {box:g} s: no campaign item ran; the run took {wall:.1f} s"
+    return (
+        f"time box {box:g} s over {len(seconds)} campaign item(s) on {workers} worker(s): "
+        f"each hunted {seconds[0]:.1f}-{seconds[-1]:.1f} s; the run took {wall:.1f} s"
+    )

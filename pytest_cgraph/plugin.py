@@ -465,6 +465,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     )
     for line in summary_lines(total, wall, [op.name for op in OPS]):
         terminalreporter.write_line(line)
+    if options.duration is not None:
+        from pytest_cgraph.live import time_spread
+
+        terminalreporter.write_line(time_spread(live, options.duration, wall))
     for text in live.dead_elsewhere:
         terminalreporter.write_line(f"a program killed the process that checked it:\n{text}")
     data = live.write(force=True, complete=True)

@@ -316,3 +316,14 @@ def test_a_status_line_shows_the_run_so_far_on_a_terminal_only(
         result.stdout.fnmatch_lines([status])
     else:
         assert "programs checked, " not in result.stdout.str()
+
+
+def test_a_time_boxed_run_says_how_its_box_was_spent(pytester: pytest.Pytester) -> None:
+    result = campaign(pytester, "--cgraph-families=views,rng", "--cgraph-duration=4s")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["time box 4 s over 2 campaign item(s) on 1 worker(s): each hunted *-* s; the run took *"]
+    )
+    hunted = result.stdout.str().split("each hunted ")[1].split(" s;")[0]
+    # Two items share one worker: each hunts half the box (recording aside).
+    assert max(float(s) for s in hunted.split("-")) < 4.0
