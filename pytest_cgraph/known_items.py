@@ -4,7 +4,9 @@ The registries (the shipped baseline for the running torch, every
 ``--cgraph-known`` dir, the repro dir) are what a campaign passes over as
 known. When torch fixes one of those bugs, its entry would hide nothing but
 mislead everyone: this check names it (``FIXED: ... retire it``) so the
-registry is kept true.
+registry is kept true. An entry whose program now fails with another
+signature is named too (``CHANGED: ...``): it would pass over programs of a
+bug it no longer shows, and the bug it shows is not the one it names.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pytest_cgraph.registry import KnownBug, Registry
 
 
 class KnownBugFixed(AssertionError):
-    """A registry repro no longer reproduces its bug."""
+    """A registry repro no longer reproduces its bug (or now fails another way)."""
 
 
 class KnownBugItem(pytest.Item):
@@ -31,13 +33,20 @@ class KnownBugItem(pytest.Item):
         self.add_marker("cgraph")
 
     def runtest(self) -> None:
-        from pytest_cgraph.repro import replay_file
+        from pytest_cgraph.oracle.driver import ReplayVerdict
+        from pytest_cgraph.repro import replay_verdict
 
-        line = replay_file(self.entry.path)
-        if not line.startswith("REPRODUCED"):
+        replayed = replay_verdict(self.entry.path)
+        if replayed.verdict is ReplayVerdict.REPRODUCED_DIFFERENTLY:
             raise KnownBugFixed(
-                f"FIXED: {self.entry.path} no longer reproduces ({line}); retire it from "
-                "the registry"
+                f"CHANGED: {self.entry.path} now fails another way ({replayed.line}); "
+                "it no longer shows the bug it names: re-record it "
+                "(python -m pytest_cgraph.record --refresh DIR) or retire it"
+            )
+        if replayed.verdict is not ReplayVerdict.REPRODUCED:
+            raise KnownBugFixed(
+                f"FIXED: {self.entry.path} no longer reproduces ({replayed.line}); retire it "
+                "from the registry"
             )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:

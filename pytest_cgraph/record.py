@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,8 +94,17 @@ def record(
     return make_repro(Failure(case, outcome.difference), into, entry=True)
 
 
-def refresh(directory: Path) -> list[str]:
-    """Re-record every repro file of ``directory`` in place; one line per file."""
+@dataclass(frozen=True)
+class Refreshed:
+    """What became of one registry file: re-recorded, or ``kept`` as it was (and why),
+    as a flag the command's exit status is read from, and the line it prints."""
+
+    kept: bool
+    line: str
+
+
+def refresh(directory: Path) -> list[Refreshed]:
+    """Re-record every repro file of ``directory`` in place; what became of each file."""
     from pytest_cgraph.checkers import IsolatedChecker
     from pytest_cgraph.registry import is_repro_file, registry_files
 
@@ -107,8 +117,8 @@ def refresh(directory: Path) -> list[str]:
         checker.close()
 
 
-def _refresh_one(path: Path, checker: IsolatedChecker) -> str:
-    """Re-record one registry file in place; the line that says what became of it."""
+def _refresh_one(path: Path, checker: IsolatedChecker) -> Refreshed:
+    """Re-record one registry file in place; what became of it."""
     import tempfile
 
     from pytest_cgraph.registry import recorded_settings
@@ -116,7 +126,7 @@ def _refresh_one(path: Path, checker: IsolatedChecker) -> str:
 
     target = path.with_suffix(ENTRY_SUFFIX)
     if target != path and target.exists():
-        return f"KEPT AS IT WAS {path.name}: {target.name} is there already"
+        return _kept(path, f"{target.name} is there already")
     settings = recorded_settings(path)
     with tempfile.TemporaryDirectory(prefix="cgraph-refresh-") as scratch:
         try:
@@ -131,17 +141,22 @@ def _refresh_one(path: Path, checker: IsolatedChecker) -> str:
                 checker=checker,
             )
         except (ValueError, ConfigurationError) as error:
-            return f"KEPT AS IT WAS {path.name}: {error}"
+            return _kept(path, str(error))
         written = sorted(Path(scratch).glob(f"*{ENTRY_SUFFIX}"))
         if failure.repro is None or not failure.repro.verified or len(written) != 1:
-            return f"KEPT AS IT WAS {path.name}: the new file did not verify"
+            return _kept(path, "the new file did not verify")
         _keep_hand_written(written[0], path.read_text(errors="replace"))
         # The file keeps its name (an entry's suffix): two entries may share
         # a signature (different programs of it), and neither may replace the other.
         written[0].replace(target)
     if target != path:
         path.unlink()  # a .py file, now its entry
-    return f"refreshed {target.name}"
+    return Refreshed(kept=False, line=f"refreshed {target.name}")
+
+
+def _kept(path: Path, why: str) -> Refreshed:
+    """A registry file left as it was, and why."""
+    return Refreshed(kept=True, line=f"KEPT AS IT WAS {path.name}: {why}")
 
 
 #: An entry's provenance line, and its hand-declared ``ops`` with the comment
@@ -215,9 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.refresh is not None:
         if not arguments.refresh.is_dir():
             parser.error(f"--refresh: {arguments.refresh} is not a directory")
-        lines = refresh(arguments.refresh)
-        print("\n".join(lines))
-        return 1 if any(line.startswith("KEPT") for line in lines) else 0
+        results = refresh(arguments.refresh)
+        print("\n".join(result.line for result in results))
+        return 1 if any(result.kept for result in results) else 0
     if arguments.program is None or arguments.into is None:
         parser.error("give a PROGRAM file and --into DIR (or --refresh DIR)")
     try:

@@ -68,7 +68,7 @@ from pytest_cgraph.repro_files import (
 )
 
 if TYPE_CHECKING:
-    from pytest_cgraph.oracle.driver import ReproCase
+    from pytest_cgraph.oracle.driver import ReplayVerdict, ReproCase
 
 
 @functools.cache
@@ -130,7 +130,7 @@ def _under_type_checking(tree: ast.Module, target: ast.AST) -> bool:
 
 #: The last header line of a standalone repro file: how to run it.
 STANDALONE_RUN = (
-    "# run: python THIS_FILE [--backend NAME] [--issue]  (exit 1 while the bug is there), "
+    "# run: python THIS_FILE [--backend NAME] [--issue] [-v]  (exit 1 while the bug is there), "
     "or pytest THIS_FILE"
 )
 #: The last header line of an entry: data, replayed through its standalone repro file.
@@ -379,25 +379,41 @@ def run_script(script: Path, limit: float) -> subprocess.CompletedProcess[str] |
 
 @dataclass(frozen=True)
 class ScriptRun:
-    """How ``python FILE`` ended: the line that says it reproduced (``None``: it did not,
-    and ``why_not`` says what it did instead), and the death it died, if a signal killed it."""
+    """How ``python FILE`` ended.
 
-    reproduced: str | None
-    why_not: str = ""
+    ``verdict`` is what the run showed: the verdict of the line it printed
+    (``printed``: ``said`` is that line), or what its end showed (a hang past
+    its ``TIMEOUT``, an exit without a verdict line; ``said`` says it in
+    words). A run killed by a signal has ``death`` instead, and no verdict
+    until a signature is given (:meth:`verdict_for`): whether it died the
+    death of a failure depends on the failure.
+    """
+
+    verdict: ReplayVerdict | None
+    said: str
     death: Difference | None = None
+    printed: bool = False
 
-    def reproduces(self, signature: str) -> str | None:
-        """The line that says the run reproduced ``signature``, or ``None``.
+    def verdict_for(self, signature: str) -> ReplayVerdict:
+        """Whether the run reproduced ``signature``.
 
         A run killed by a signal reproduces a death of the same signal at the
         same site (:func:`~pytest_cgraph.failures.crash_site`); a death recorded
         without a site (a file written before sites were read) matches its
-        signal at any site.
+        signal at any site; any other death is another failure.
         """
-        if self.reproduced is not None or self.death is None:
-            return self.reproduced
+        from pytest_cgraph.oracle.driver import ReplayVerdict
+
+        if self.death is None:
+            assert self.verdict is not None, "a run that was not killed has its verdict"
+            return self.verdict
         died = self.death
-        return self.why_not if signature in (died.signature, siteless_signature(died)) else None
+        same = signature in (died.signature, siteless_signature(died))
+        return ReplayVerdict.REPRODUCED if same else ReplayVerdict.REPRODUCED_DIFFERENTLY
+
+    def line(self, signature: str) -> str:
+        """The run as one verdict line: the line it printed, or its verdict and what it did."""
+        return self.said if self.printed else f"{self.verdict_for(signature)}: {self.said}"
 
 
 def reproduces_in_subprocess(text: str, failure: Failure) -> ScriptRun:
@@ -420,36 +436,69 @@ def _subprocess_verdict(
     run: subprocess.CompletedProcess[str] | None, limit: float, hang_timeout: str | None
 ) -> ScriptRun:
     """How ``python FILE`` ended; ``hang_timeout`` names the limit of a hang's repro
-    (None for a crash), whose faulthandler dump is its reproduction."""
-    if run is None:
-        return ScriptRun(f"python FILE still ran after {limit:g} s")
-    reproduced = [line for line in run.stdout.splitlines() if line.startswith("REPRODUCED")]
-    if reproduced:
-        return ScriptRun(reproduced[-1])
+    (None for a crash), whose faulthandler dump is its reproduction.
+
+    The one place a child's output is read back into a verdict: its verdict
+    line (:meth:`ReplayVerdict.of_line`), else how it ended.
+    """
+    from pytest_cgraph.oracle.driver import ReplayVerdict
+
+    if run is None:  # a hang's file hung past its own limit too; a crash's did not crash
+        verdict = ReplayVerdict.REPRODUCED if hang_timeout else ReplayVerdict.NOT_REPRODUCED
+        return ScriptRun(verdict, f"python FILE still ran after {limit:g} s")
+    lines = [
+        (verdict, line)
+        for line in run.stdout.splitlines()
+        if (verdict := ReplayVerdict.of_line(line)) is not None
+    ]
+    if lines:
+        verdict, line = lines[-1]
+        return ScriptRun(verdict, line, printed=True)
     if hang_timeout is not None and "Timeout (" in run.stderr:
         # faulthandler's watchdog fired: the program hung. Its dump of every
         # thread is not safe against threads in flux (torch's, mid-compile on
         # a loaded machine) and may crash the process: that death is the
         # dump's, after the hang was shown.
-        return ScriptRun(f"python FILE hung past {hang_timeout}")
+        return ScriptRun(ReplayVerdict.REPRODUCED, f"python FILE hung past {hang_timeout}")
     if run.returncode < 0:  # killed by a signal: the crash itself, if it is the same crash
         how, cause = describe_exit(run.returncode), exit_signal(run.returncode) or UNSEEN
         died = death(how, cause, crash_site(run.stderr))
         if died_in_eager(run.stderr):  # not the compiled side's doing: no difference
-            return ScriptRun(None, f"python FILE: eager itself was {died.detail}")
+            return ScriptRun(
+                ReplayVerdict.NOT_REPRODUCED, f"python FILE: eager itself was {died.detail}"
+            )
         return ScriptRun(None, f"python FILE {died.detail}", died)
     last = (run.stderr.strip() or run.stdout.strip() or "(no output)").splitlines()[-1]
-    return ScriptRun(None, f"python FILE {describe_exit(run.returncode)}: {last}")
+    return ScriptRun(
+        ReplayVerdict.NOT_REPRODUCED, f"python FILE {describe_exit(run.returncode)}: {last}"
+    )
+
+
+@dataclass(frozen=True)
+class FileReplay:
+    """What replaying a repro file or entry showed: its verdict, and the line that says so."""
+
+    verdict: ReplayVerdict
+    line: str
 
 
 def replay_file(path: Path) -> str:
-    """Replay a repro file or entry as it would run alone; the line ``python FILE`` prints.
+    """Replay a repro file or entry as it would run alone; the line ``python FILE`` prints
+    (:func:`replay_verdict` for the verdict itself)."""
+    return replay_verdict(path).line
+
+
+def replay_verdict(path: Path) -> FileReplay:
+    """Replay a repro file or entry as it would run alone: whether it reproduced its own
+    signature, and the line that says so.
 
     A program that ends its process (a crash of the process, a hang) runs
     in a subprocess (an entry, which is data, as its exported repro file);
     any other in this process, which costs no import: a repro file with the
     oracle it carries, an entry with the installed one.
     """
+    from pytest_cgraph.oracle.driver import ReplayVerdict
+
     text = path.read_text()
     signature = header_value(text, BASE_SIGNATURE) or ""
     if ends_process(signature):
@@ -461,15 +510,17 @@ def replay_file(path: Path) -> str:
                 script = Path(directory) / f"{path.stem}{REPRO_SUFFIX}"
                 script.write_text(export(path))
             run = _subprocess_verdict(run_script(script, limit), limit, hang)
-        found = run.reproduces(signature)
-        if found is None:
-            return f"NOT REPRODUCED: {run.why_not}"
-        return found if found.startswith("REPRODUCED") else f"REPRODUCED: {found}"
+        return FileReplay(run.verdict_for(signature), run.line(signature))
     if is_entry(text):
         from pytest_cgraph.oracle.driver import replay
 
-        return replay(recorded_case(path)).line(signature)
-    return str(replay_in_process(text).line(signature))
+        replayed = replay(recorded_case(path))
+        return FileReplay(replayed.verdict(signature), replayed.line(signature))
+    # The file's own oracle, which may predate verdicts: judged by its signature.
+    found = replay_in_process(text)
+    difference = found.difference
+    verdict = ReplayVerdict.judge(difference.signature if difference else None, signature)
+    return FileReplay(verdict, str(found.line(signature)))
 
 
 def locate_layer(case: Case, like: Difference | None = None) -> tuple[str | None, bool]:
@@ -520,17 +571,19 @@ def verify_repro(failure: Failure, directory: Path, *, entry: bool = False) -> F
     verified by running it in a subprocess, and a death the record could
     only call ``died`` is named by the signal the file's run died of.
     """
+    from pytest_cgraph.oracle.driver import ReplayVerdict
+
     if failure.difference.ends_process:
         layer, specific = None, False
-        failure, text, found, detail = _verify_in_subprocess(failure)
+        failure, text, verdict, detail = _verify_in_subprocess(failure)
         stored = _stored_text(failure, layer, specific, text, entry)
     else:
         layer, specific = locate_layer(failure.case, failure.difference)
         text = render(failure, layer, specific)
         # Both texts exist before the replay: what follows it only writes.
         stored = _stored_text(failure, layer, specific, text, entry)
-        found, detail = _verify_in_process(text, failure, layer)
-    if found is None:
+        verdict, detail = _verify_in_process(text, failure, layer)
+    if verdict is not ReplayVerdict.REPRODUCED:
         result = ReproResult(ReproStatus.NOT_REPRODUCIBLE, None, detail, layer, specific)
         return failure.with_repro(result)
     suffix = ENTRY_SUFFIX if entry else REPRO_SUFFIX
@@ -589,14 +642,16 @@ def _stored_text(
     return entry_text(facts(failure, layer, specific), repro_case(failure)) if entry else text
 
 
-def _verify_in_subprocess(failure: Failure) -> tuple[Failure, str, str | None, str]:
+def _verify_in_subprocess(failure: Failure) -> tuple[Failure, str, ReplayVerdict, str]:
     """Render a program that ends its process and run its file as ``python FILE``.
 
     Returns the failure (a death whose record could not say how or where it
     died, a dead in-process check, is named after the signal and the site the
-    file's run died of; only the header changes), the file's text, the line
-    that says it reproduced (``None`` if it did not) and the detail for the report.
+    file's run died of; only the header changes), the file's text, whether
+    the run reproduced it, and the detail for the report.
     """
+    from pytest_cgraph.oracle.driver import ReplayVerdict
+
     text = render(failure, None, False)
     run = reproduces_in_subprocess(text, failure)
     difference = failure.difference
@@ -613,24 +668,32 @@ def _verify_in_subprocess(failure: Failure) -> tuple[Failure, str, str | None, s
             )
         failure = dataclasses.replace(failure, difference=named)
         text = render(failure, None, False)
-    found = run.reproduces(failure.signature)
-    detail = found or run.why_not
-    if found is None and run.death is not None:
-        detail = f"{run.why_not}, not as it did when found ({failure.difference.detail})"
-    return failure, text, found, detail
+    verdict = run.verdict_for(failure.signature)
+    detail = run.said
+    if verdict is not ReplayVerdict.REPRODUCED and run.death is not None:
+        detail = f"{run.said}, not as it did when found ({failure.difference.detail})"
+    return failure, text, verdict, detail
 
 
-def _verify_in_process(text: str, failure: Failure, layer: str | None) -> tuple[str | None, str]:
-    """Replay the rendered file in this process: whether it fails as ``failure`` did
-    (``"reproduced"``, else ``None``) and the detail for the report."""
+def _verify_in_process(text: str, failure: Failure, layer: str | None) -> tuple[ReplayVerdict, str]:
+    """Replay the rendered file in this process: whether it fails as ``failure`` did,
+    and the detail for the report."""
+    from pytest_cgraph.oracle.driver import ReplayVerdict
+
     signature = failure.signature
     try:
         replayed = replay_in_process(text, failure.case.backend)
     except Exception as error:
-        return None, f"the repro file raised {type(error).__name__}: {error}"
-    if replayed.same_as(signature):
-        return "reproduced", f"first diverging layer: {layer or 'only the backend under test'}"
-    return None, f"the standalone file said: {replayed.line(signature)}"
+        return (
+            ReplayVerdict.NOT_REPRODUCED,
+            f"the repro file raised {type(error).__name__}: {error}",
+        )
+    # The rendered file's classes are its own: its verdict is judged by signature here.
+    difference = replayed.difference
+    verdict = ReplayVerdict.judge(difference.signature if difference else None, signature)
+    if verdict is ReplayVerdict.REPRODUCED:
+        return verdict, f"first diverging layer: {layer or 'only the backend under test'}"
+    return verdict, f"the standalone file said: {replayed.line(signature)}"
 
 
 def _backend_module(backend: str) -> list[str]:

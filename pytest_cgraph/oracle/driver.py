@@ -1,17 +1,21 @@
 """What a repro file does when run: replay its program, say in one line whether the bug is there.
 
 ``python FILE`` prints one line and exits 1 while eager and compiled still
-differ, 0 once they agree (details, torch's traceback included, go to
-stderr); ``--backend NAME`` replays it against another backend;
-``--issue`` prints a bug report in the form PyTorch's compiler bug template
-asks for. Under pytest the file's test fails while the bug is there.
+differ, 0 once they agree (details go to stderr; torch's traceback of a
+crash only with ``-v``, as the line says); ``--backend NAME`` replays it
+against another backend; ``--issue`` prints a bug report in the form
+PyTorch's compiler bug template asks for. Under pytest the file's test
+fails while the bug is there.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import enum
 import faulthandler
 import importlib
+import io
 import platform
 import sys
 import warnings
@@ -44,6 +48,44 @@ class ReproCase:
     seed: int = 0
 
 
+class ReplayVerdict(str, enum.Enum):
+    """Whether a replay showed the bug its file was written for: the first words of
+    the line ``python FILE`` prints, and the one value every caller compares.
+
+    Only ``REPRODUCED`` means the file's bug is there: ``REPRODUCED DIFFERENTLY``
+    is another bug (another signature) met on the way, which neither verifies
+    a file nor keeps a registry entry true.
+    """
+
+    REPRODUCED = "REPRODUCED"
+    #: It still fails, with another signature: another bug than the file names.
+    REPRODUCED_DIFFERENTLY = "REPRODUCED DIFFERENTLY"
+    NOT_REPRODUCED = "NOT REPRODUCED"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def judge(cls, found: str | None, signature: str) -> ReplayVerdict:
+        """The verdict on a replay that failed with signature ``found`` (``None``: it
+        did not fail) for a file written for ``signature`` (empty: any failure is its)."""
+        if found is None:
+            return cls.NOT_REPRODUCED
+        if not signature or found == signature:
+            return cls.REPRODUCED
+        return cls.REPRODUCED_DIFFERENTLY
+
+    @classmethod
+    def of_line(cls, line: str) -> ReplayVerdict | None:
+        """The verdict a line ``python FILE`` printed states, or ``None`` if it is not
+        one. Matched whole, up to the backend in parentheses, never by prefix:
+        ``REPRODUCED DIFFERENTLY (...)`` opens with ``REPRODUCED`` too."""
+        words, parenthesis, _ = line.partition(" (")
+        if not parenthesis:
+            return None
+        return next((verdict for verdict in cls if verdict.value == words), None)
+
+
 @dataclass(frozen=True)
 class Replay:
     """What replaying a repro found with one backend."""
@@ -56,21 +98,25 @@ class Replay:
         """The replay failed the way the file was written for."""
         return self.difference is not None and self.difference.signature == signature
 
+    def verdict(self, signature: str) -> ReplayVerdict:
+        """Whether the replay showed the failure of ``signature`` (empty: any failure)."""
+        found = self.difference.signature if self.difference is not None else None
+        return ReplayVerdict.judge(found, signature)
+
     def line(self, signature: str) -> str:
-        """The one line ``python FILE`` prints."""
+        """The one line ``python FILE`` prints: its verdict, the backend, what it saw."""
+        verdict = self.verdict(signature)
         if self.difference is None:
             why = (
                 f"eager itself raised ({self.invalid})"
                 if self.invalid
                 else "eager and compiled agree"
             )
-            return f"NOT REPRODUCED ({self.backend}): {why}"
-        if not signature or self.same_as(signature):
-            return f"REPRODUCED ({self.backend}): {self.difference.headline()}"
-        return (
-            f"REPRODUCED DIFFERENTLY ({self.backend}): {self.difference.headline()} "
-            f"[was {signature}, now {self.difference.signature}]"
-        )
+            return f"{verdict} ({self.backend}): {why}"
+        line = f"{verdict} ({self.backend}): {self.difference.headline()}"
+        if verdict is ReplayVerdict.REPRODUCED_DIFFERENTLY:
+            line += f" [was {signature}, now {self.difference.signature}]"
+        return line
 
 
 def replay(case: ReproCase, backend: str | None = None) -> Replay:
@@ -157,11 +203,25 @@ a repro file) and run `python FILE` (exit 1 while the bug is there) or
 """
 
 
+#: What the verdict line of a failure with a traceback ends with, without ``-v``.
+TRACEBACK_HINT = "(-v for the traceback)"
+
+
 def main(case: ReproCase, argv: list[str] | None = None) -> None:
-    """``python FILE [--backend NAME] [--issue]``."""
+    """``python FILE [--backend NAME] [--issue] [-v]``.
+
+    A crash's traceback (torch's, tens of lines) is printed only with
+    ``-v``: by default the run says what it found in one line, which then
+    says how to see the traceback. What torch itself writes to stderr while
+    the program fails (FX prints the failing line of a graph's code and a
+    traceback of its own) is held back with it.
+    """
     parser = argparse.ArgumentParser(description="Replay a pytest-cgraph repro.")
     parser.add_argument("--backend", default=case.backend, help="backend to replay against")
     parser.add_argument("--issue", action="store_true", help="print a Markdown bug report")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="print a crash's traceback (to stderr)"
+    )
     options = parser.parse_args(argv)
     faulthandler.enable()  # a crash of the process shows where it happened
     if options.issue:
@@ -170,9 +230,20 @@ def main(case: ReproCase, argv: list[str] | None = None) -> None:
     if case.timeout:
         # A hang reproduces as faulthandler's dump and exit 1 after TIMEOUT.
         faulthandler.dump_traceback_later(case.timeout, exit=True)
-    found = replay(case, options.backend)
+    # faulthandler writes to the file descriptor it was given above, never
+    # through sys.stderr: a hang's or a dead process's dump is not held back.
+    held = io.StringIO()
+    with contextlib.nullcontext() if options.verbose else contextlib.redirect_stderr(held):
+        found = replay(case, options.backend)
     faulthandler.cancel_dump_traceback_later()
-    print(found.line(case.signature), flush=True)
-    if found.difference is not None:
-        print(found.difference.describe(verbose=True), file=sys.stderr)
-    sys.exit(1 if found.difference is not None else 0)
+    line = found.line(case.signature)
+    difference = found.difference
+    if difference is None:
+        print(line, flush=True)
+        sys.exit(0)
+    details = difference.describe(verbose=options.verbose)
+    hidden = details != difference.describe(verbose=True) or bool(held.getvalue().strip())
+    print(f"{line} {TRACEBACK_HINT}" if hidden else line, flush=True)
+    if details != difference.headline():  # more than the line says already
+        print(details, file=sys.stderr)
+    sys.exit(1)

@@ -94,3 +94,29 @@ def test_a_repro_that_no_longer_reproduces_is_reported_fixed(pytester: pytest.Py
     result.stdout.fnmatch_lines(
         ["cgraph: fixed: */cgraph-repros/value-output_0.py no longer reproduces; retire it"]
     )
+
+
+def test_check_known_fails_an_entry_whose_program_now_fails_another_way(
+    pytester: pytest.Pytester,
+) -> None:
+    # The same program under another recorded signature: replayed, it fails
+    # as grad-grad, which is another bug than the entry names. "REPRODUCED
+    # DIFFERENTLY" is not "REPRODUCED": the entry hides a bug it does not name.
+    from pytest_cgraph.registry import BASELINE_ROOT
+
+    registry = pytester.mkdir("known")
+    entry = (BASELINE_ROOT / "torch-2.13" / "grad-grad-aot_eager.toml").read_text()
+    relabelled = entry.replace("grad-grad", "value-output")
+    assert 'signature = "value-output"' in relabelled
+    (registry / "value-output-aot_eager.toml").write_text(relabelled)
+    result = pytester.runpytest(
+        "--cgraph-check-known", "--cgraph-no-baseline", f"--cgraph-known={registry}"
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "CHANGED: */known/value-output-aot_eager.toml now fails another way "
+            "(REPRODUCED DIFFERENTLY (aot_eager): grad difference *"
+            "was value-output, now grad-grad*); it no longer shows the bug it names*"
+        ]
+    )

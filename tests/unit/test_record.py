@@ -158,3 +158,20 @@ def test_a_backend_a_module_registers_is_recorded_with_import(
     (entry,) = Registry.load([registry]).entries()
     assert "cgraph_doubles.faults" in recorded_settings(entry.path)["backend_modules"]
     assert "--import cgraph_doubles.faults" in entry.path.read_text()
+
+
+def test_a_refresh_that_keeps_a_file_as_it_was_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, entry = recorded(tmp_path)
+    # A repro file whose entry is there already: it cannot become that entry.
+    standalone = entry.path.with_suffix(".py")
+    assert main(["--export", str(entry.path), str(standalone)]) == 0
+    capsys.readouterr()
+    assert main(["--refresh", str(entry.path.parent)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert sorted(lines) == [
+        f"KEPT AS IT WAS {standalone.name}: {entry.path.name} is there already",
+        f"refreshed {entry.path.name}",
+    ]
+    assert standalone.exists()

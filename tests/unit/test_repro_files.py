@@ -168,17 +168,44 @@ def test_a_message_one_file_names_is_one_bug_until_files_of_other_calls_share_it
 def test_a_hang_whose_faulthandler_dump_crashed_still_reproduced_its_hang() -> None:
     import subprocess as sp
 
+    from pytest_cgraph.oracle.driver import ReplayVerdict
     from pytest_cgraph.repro import _subprocess_verdict
 
     dump = 'Timeout (0:00:01)!\nThread 0x7f (most recent call first):\n  File "x.py", line 3\n'
     segfault = "Fatal Python error: Segmentation fault\n"
     crashed = sp.CompletedProcess(["python"], -11, "", dump + segfault)
     verdict = _subprocess_verdict(crashed, 121.0, "TIMEOUT = 1 s")
-    assert verdict.reproduced == "python FILE hung past TIMEOUT = 1 s" and verdict.death is None
+    assert verdict.verdict_for("timeout-program") is ReplayVerdict.REPRODUCED
+    assert verdict.said == "python FILE hung past TIMEOUT = 1 s" and verdict.death is None
     # without the watchdog's header, a signal is a death, not a hang
     died = sp.CompletedProcess(["python"], -11, "", segfault)
     verdict = _subprocess_verdict(died, 121.0, "TIMEOUT = 1 s")
-    assert verdict.reproduced is None and verdict.death is not None
+    assert verdict.death is not None
+    assert verdict.verdict_for("timeout-program") is ReplayVerdict.REPRODUCED_DIFFERENTLY
+
+
+def test_a_verdict_line_is_read_whole_never_by_its_first_word() -> None:
+    import subprocess as sp
+
+    from pytest_cgraph.oracle.driver import ReplayVerdict
+    from pytest_cgraph.repro import _subprocess_verdict
+
+    differently = "REPRODUCED DIFFERENTLY (aot_eager): value difference [was a, now b]"
+    for line, verdict in [
+        ("REPRODUCED (aot_eager): value difference", ReplayVerdict.REPRODUCED),
+        (differently, ReplayVerdict.REPRODUCED_DIFFERENTLY),
+        ("NOT REPRODUCED (eager): eager and compiled agree", ReplayVerdict.NOT_REPRODUCED),
+    ]:
+        assert ReplayVerdict.of_line(line) is verdict
+        run = _subprocess_verdict(sp.CompletedProcess([], 1, f"{line}\n", ""), 1.0, None)
+        assert (run.verdict_for("value-output"), run.line("value-output")) == (verdict, line)
+    for other in ("REPRODUCEDX (a): b", "REPRODUCED", "REPRODUCED: python FILE hung", ""):
+        assert ReplayVerdict.of_line(other) is None
+    # a crash's file that outlives its limit has not crashed; a hang's has hung
+    assert _subprocess_verdict(None, 9.0, None).verdict_for("x") is ReplayVerdict.NOT_REPRODUCED
+    assert _subprocess_verdict(None, 9.0, "its TIMEOUT").verdict_for("x") is (
+        ReplayVerdict.REPRODUCED
+    )
 
 
 def test_a_foreign_file_is_never_overwritten(tmp_path: Path) -> None:
@@ -426,22 +453,24 @@ def test_an_entry_or_a_hand_recorded_program_is_never_replaced_by_an_equal_one(
 
 def test_a_repro_that_dies_elsewhere_does_not_reproduce_the_death() -> None:
     from pytest_cgraph.failures import death
+    from pytest_cgraph.oracle.driver import ReplayVerdict
     from pytest_cgraph.repro import ScriptRun
 
     here = death("killed by SIGSEGV", "SIGSEGV", "in unbind (torch/_tensor.py)")
     elsewhere = death("killed by SIGSEGV", "SIGSEGV", "in gen_alias (torch/_functorch/x.py)")
     run = ScriptRun(None, f"python FILE {here.detail}", here)
-    assert run.reproduces(here.signature) == (
-        "python FILE killed by SIGSEGV in unbind (torch/_tensor.py)"
+    assert run.verdict_for(here.signature) is ReplayVerdict.REPRODUCED
+    assert run.line(here.signature) == (
+        "REPRODUCED: python FILE killed by SIGSEGV in unbind (torch/_tensor.py)"
     )
-    assert run.reproduces(elsewhere.signature) is None
-    assert run.reproduces(death("killed by SIGABRT", "SIGABRT").signature) is None
+    assert run.verdict_for(elsewhere.signature) is ReplayVerdict.REPRODUCED_DIFFERENTLY
+    abort = death("killed by SIGABRT", "SIGABRT").signature
+    assert run.verdict_for(abort) is ReplayVerdict.REPRODUCED_DIFFERENTLY
     # a file written before sites were read names the signal alone: any site will do
-    assert run.reproduces("crash-process-SIGSEGV") is not None
-    # a run that printed its verdict line is judged by that line, as before
-    assert ScriptRun("REPRODUCED (aot_eager): x").reproduces("anything") == (
-        "REPRODUCED (aot_eager): x"
-    )
+    assert run.verdict_for("crash-process-SIGSEGV") is ReplayVerdict.REPRODUCED
+    # a run that printed its verdict line is judged by that line's verdict, whole
+    printed = ScriptRun(ReplayVerdict.REPRODUCED_DIFFERENTLY, "REPRODUCED DIFFERENTLY (a): x")
+    assert printed.verdict_for("anything") is ReplayVerdict.REPRODUCED_DIFFERENTLY
 
 
 def test_the_ladder_takes_the_backends_own_rung_from_the_failure_not_a_second_check(
@@ -463,3 +492,84 @@ def test_the_ladder_takes_the_backends_own_rung_from_the_failure_not_a_second_ch
     assert [rung.name for rung in rungs] == ["eager", "aot_eager", "cudagraphs"]
     assert rungs[-1].difference == failure.difference
     assert ladder.first_diverging(rungs, failure.difference) == ("cudagraphs", True)
+
+
+@pytest.mark.parametrize("ends", ["hang", "death"])
+def test_a_process_ending_repro_whose_file_fails_another_way_is_not_verified(
+    tmp_path: Path, ends: str
+) -> None:
+    # Recorded as a hang (or a dead process), the program instead raises on
+    # replay under this backend: its file prints "REPRODUCED DIFFERENTLY",
+    # which shows another bug, not the one the file would be named after.
+    from cgraph_doubles.faults import FAULTS  # registers the faulty backends
+    from pytest_cgraph.failures import death, hang
+
+    assert FAULTS
+    case = Case(
+        LOST_MUTATION,
+        "faulty_crash_on_replay",
+        "cpu",
+        5,
+        size=101,
+        timeout=30.0,
+        setup_modules=("cgraph_doubles.faults",),
+    )
+    recorded = hang(30.0) if ends == "hang" else death("killed by SIGSEGV", "SIGSEGV")
+    repro = make_repro(Failure(case, recorded), tmp_path).repro
+    assert repro is not None
+    assert (repro.status, repro.path) == (ReproStatus.NOT_REPRODUCIBLE, None), repro
+    assert "REPRODUCED DIFFERENTLY (faulty_crash_on_replay): crash difference" in repro.detail
+    assert not list(tmp_path.glob("*.py"))
+
+
+def test_a_crash_repro_prints_one_line_and_its_traceback_only_with_v(tmp_path: Path) -> None:
+    from cgraph_doubles.faults import FAULTS  # registers the faulty backends
+
+    assert FAULTS
+    failure = failing(LOST_MUTATION, "faulty_crash_on_replay", ("cgraph_doubles.faults",))
+    assert failure.signature.startswith("crash-compiled_call-RuntimeError-replay_crashed")
+    repro = make_repro(failure, tmp_path).repro
+    assert repro is not None and repro.status is ReproStatus.WRITTEN and repro.path, repro
+    quiet = run_repro(Path(repro.path))
+    assert quiet.returncode == 1
+    assert (quiet.stdout + quiet.stderr).strip().splitlines() == [
+        "REPRODUCED (faulty_crash_on_replay): crash difference at iteration 3, compiled call: "
+        "RuntimeError: replay crashed (-v for the traceback)"
+    ]
+    for flag in ("-v", "--verbose"):
+        loud = run_repro(Path(repro.path), flag)
+        assert loud.returncode == 1
+        assert loud.stdout.strip() == (
+            "REPRODUCED (faulty_crash_on_replay): crash difference at iteration 3, "
+            "compiled call: RuntimeError: replay crashed"
+        )
+        assert "Traceback (most recent call last)" in loud.stderr
+        assert "RuntimeError: replay crashed" in loud.stderr
+
+
+#: A torch 2.13 crash inside an FX graph's generated code: FX itself prints
+#: the failing line of the graph and a traceback to stderr as it raises.
+FX_CRASH = "crash-compiled_backward-IndexError-list_index_out_of_range_f71717-aot_eager.toml"
+
+
+def test_what_torch_prints_as_a_graph_crashes_is_held_back_without_v(tmp_path: Path) -> None:
+    import torch
+
+    from pytest_cgraph.record import main as record_main
+    from pytest_cgraph.registry import BASELINE_ROOT
+
+    entry = BASELINE_ROOT / "torch-2.13" / FX_CRASH
+    if not torch.__version__.startswith("2.13.") or not entry.exists():
+        pytest.skip("the crash is torch 2.13's")
+    out = tmp_path / "fx_crash.py"
+    assert record_main(["--export", str(entry), str(out)]) == 0
+    quiet = run_repro(out)
+    assert quiet.returncode == 1
+    assert (quiet.stdout + quiet.stderr).strip().splitlines() == [
+        "REPRODUCED (aot_eager): crash difference at iteration 1, compiled backward: "
+        "IndexError: list index out of range (-v for the traceback)"
+    ]
+    loud = run_repro(out, "-v")
+    assert loud.returncode == 1 and "(-v for" not in loud.stdout
+    assert "Traceback (most recent call last)" in loud.stderr
+    assert "Call using an FX-traced Module" in loud.stderr  # what FX printed
