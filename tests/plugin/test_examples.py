@@ -25,3 +25,33 @@ def test_examples_pass_with_aot_eager(pytester: pytest.Pytester) -> None:
     )
     result.stdout.fnmatch_lines(["cgraph: backend=aot_eager *"])
     result.assert_outcomes(passed=42)
+
+
+TRAINING_STEPS = str(EXAMPLES / "test_training_steps.py")
+
+
+def test_training_steps_as_model_authors_write_them_pass_on_cudagraphs(
+    pytester: pytest.Pytester,
+) -> None:
+    # Undetached losses, optimizers, schedulers, accumulation, clipping, Adam
+    # behind a batch norm: no false alarm (aot_eager: the test above).
+    result = pytester.runpytest(TRAINING_STEPS, "--cgraph", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["cgraph: backend=cudagraphs *"])
+    result.assert_outcomes(passed=11)
+
+
+def test_training_steps_fail_when_a_backend_loses_parameter_updates(
+    pytester: pytest.Pytester,
+) -> None:
+    result = pytester.runpytest(
+        TRAINING_STEPS,
+        "--cgraph",
+        # Registered in this process already (cgraph_doubles.inprocess).
+        "--cgraph-backend=faulty_lost_input_mutation",
+        "-p",
+        "no:cacheprovider",
+    )
+    # Every step whose parameters are arguments fails; the two that update
+    # tensors they make themselves have no argument to lose a write to.
+    result.assert_outcomes(failed=9, passed=2)
+    result.stdout.fnmatch_lines(["*mutation difference at iteration 3, argument model.*"])
