@@ -49,9 +49,6 @@ class XdistHooks:
         from pytest_cgraph.session import FOUND_INPUT, KNOWN_INPUT, found_directory, shared_entries
 
         node.workerinput["cgraph_seed"] = self.seed
-        from pytest_cgraph.plugin import DEADLINE_KEY
-
-        node.workerinput["cgraph_deadline"] = self.config.stash[DEADLINE_KEY]
         found = found_directory(self.config)
         if found is not None:
             node.workerinput[FOUND_INPUT] = found

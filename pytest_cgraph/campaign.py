@@ -92,6 +92,10 @@ class CampaignItem(pytest.Item):
         stats = session.stats_of(self)
         stats.campaign = True
         options = self.options
+        if options.duration is not None:
+            self.budget = dataclasses.replace(
+                self.budget, deadline=session.campaign_deadline(self.config)
+            )
         started = time.perf_counter()
         with long_lived_heap_frozen(), self._checker() as checker:
             hunt = Hunt(
@@ -275,24 +279,19 @@ def _layer_of(case: Case, difference: Difference) -> str | None:
 
 
 def make_items(
-    session_: pytest.Session,
-    options: CgraphOptions,
-    seed: int,
-    *,
-    workers: int = 1,
-    deadline: float | None = None,
+    session_: pytest.Session, options: CgraphOptions, seed: int, *, workers: int = 1
 ) -> list[CampaignItem]:
     """The campaign's items in the families' order: one per family, or with
     ``--cgraph-shards N`` up to N per family, each with its share of the budget.
 
     A shard is named by its index, so its seed (mixed from the node id) and
     the programs it draws do not depend on how many workers run it.
-    ``--cgraph-duration`` boxes the whole run: ``workers`` run the items at
-    once, so each hunts for the box times the workers over the items (the
+    ``--cgraph-duration`` boxes the whole campaign: ``workers`` run the items
+    at once, so each hunts for the box times the workers over the items (the
     whole box where there are no more items than workers), and none draws
-    or shrinks past the box's ``deadline``.
+    or shrinks past the box's end (:func:`pytest_cgraph.session.campaign_deadline`).
     """
-    budget = Budget(options.examples, options.duration, options.shrink_seconds, deadline=deadline)
+    budget = Budget(options.examples, options.duration, options.shrink_seconds)
     shares = budget.shares(options.shards)
     if options.duration is not None:
         count = len(options.families) * len(shares)

@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 SEED_KEY = pytest.StashKey[int]()
 STARTED_KEY = pytest.StashKey[float]()
-DEADLINE_KEY = pytest.StashKey["float | None"]()
 MARKED_KEY = pytest.StashKey[MarkerSettings]()
 FIXED_KEY = "_cgraph_fixed"
 
@@ -117,14 +116,6 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     config.stash[OPTIONS_KEY] = options
     config.stash[STARTED_KEY] = time.perf_counter()
-    # The end of the run's time box, set once by the controller (wall time,
-    # so that workers elsewhere share it).
-    if worker_input is not None and "cgraph_deadline" in worker_input:
-        config.stash[DEADLINE_KEY] = worker_input["cgraph_deadline"]
-    else:
-        config.stash[DEADLINE_KEY] = (
-            time.time() + options.duration if options.duration is not None else None
-        )
     if worker_input is None:
         config.pluginmanager.register(LiveReports(config), "cgraph-live-reports")
     if worker_input is not None and "cgraph_seed" in worker_input:
@@ -251,7 +242,6 @@ def pytest_collection_modifyitems(
             options,
             config.stash[SEED_KEY],
             workers=worker["workercount"] if worker is not None else 1,
-            deadline=config.stash[DEADLINE_KEY],
         )
     if options.check_known:
         from pytest_cgraph.known_items import known_items

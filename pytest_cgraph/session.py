@@ -28,6 +28,7 @@ _ISOLATED_KEY = pytest.StashKey["IsolatedChecker"]()
 _REGISTRY_KEY = pytest.StashKey[Registry]()
 _DEVICE_KEY = pytest.StashKey[str]()
 _MODULES_KEY = pytest.StashKey[tuple[str, ...]]()
+_DEADLINE_KEY = pytest.StashKey[float]()
 
 
 def stats_of(item: pytest.Item) -> RunStats:
@@ -205,3 +206,20 @@ def output_guard(config: pytest.Config) -> AbstractContextManager[Any]:
     """Output capture suspended, so that a line written inside reaches the terminal."""
     capture = config.pluginmanager.get_plugin("capturemanager")
     return capture.global_and_fixture_disabled() if capture is not None else nullcontext()
+
+
+def campaign_deadline(config: pytest.Config) -> float:
+    """When this process's share of a time-boxed campaign ends (``time.time()``).
+
+    The box starts as the process's first campaign item does, so start-up
+    (importing torch, collecting, an xdist worker coming up) is not taken
+    from it; every worker starts its items within seconds of the others,
+    so the whole campaign ends one box after its items began.
+    """
+    import time
+
+    if _DEADLINE_KEY not in config.stash:
+        duration = config.stash[OPTIONS_KEY].duration
+        assert duration is not None, "only a time-boxed campaign has a deadline"
+        config.stash[_DEADLINE_KEY] = time.time() + duration
+    return config.stash[_DEADLINE_KEY]

@@ -271,7 +271,7 @@ def test_a_campaign_option_with_a_path_runs_the_campaign_too(
     result.stdout.fnmatch_lines(["*cgraph::views PASSED*"])
 
 
-def test_a_duration_is_shared_by_the_items_and_bounded_by_the_runs_deadline(
+def test_a_duration_is_shared_by_the_items(
     pytester: pytest.Pytester,
 ) -> None:
     from pytest_cgraph.campaign import make_items
@@ -282,10 +282,9 @@ def test_a_duration_is_shared_by_the_items_and_bounded_by_the_runs_deadline(
     )
     session = pytest.Session.from_config(config)
     options = read_options(config)
-    items = make_items(session, options, seed=1, workers=2, deadline=123.0)
+    items = make_items(session, options, seed=1, workers=2)
     assert [item.budget.duration for item in items] == [30.0] * 4
-    assert {item.budget.deadline for item in items} == {123.0}
-    lone = make_items(session, options, seed=1, workers=8, deadline=None)
+    lone = make_items(session, options, seed=1, workers=8)
     assert [item.budget.duration for item in lone] == [60.0] * 4
 
 
@@ -324,6 +323,3 @@ def test_a_time_boxed_run_says_how_its_box_was_spent(pytester: pytest.Pytester) 
     result.stdout.fnmatch_lines(
         ["time box 4 s over 2 campaign item(s) on 1 worker(s): each hunted *-* s; the run took *"]
     )
-    hunted = result.stdout.str().split("each hunted ")[1].split(" s;")[0]
-    # Two items share one worker: each hunts half the box (recording aside).
-    assert max(float(s) for s in hunted.split("-")) < 4.0
