@@ -27,6 +27,15 @@ must also make every call of one entry's minimal program. So a new wrong
 gradient that only the backend under test produces is never hidden by a
 known one that AOTAutograd produces.
 
+A registry directory may also hold a *bugs file* (``bugs.toml``, not an
+entry) that groups its entries by bug: one mechanism reached through
+several programs is several entries (one per signature, layer and calls)
+but one bug. Where a signature is broad, a grouped entry narrows by its
+bug's ``essential`` calls (what every program reaching that mechanism
+calls) instead of by every call of its own minimal program, so a known
+mechanism met through other ops is known, not news to record again. The
+signature and layer rules stay the entry's own.
+
 Torch-free: the plugin recognises repro files while collecting.
 """
 
@@ -37,7 +46,7 @@ import functools
 import re
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +63,7 @@ from pytest_cgraph.repro_files import (
     header_value,
     is_own_text,
 )
+from pytest_cgraph.severity import Severity
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -74,10 +84,23 @@ class KnownBug:
     #: The operations its minimal program calls: a failure is this bug only if
     #: its own program calls all of them (empty: no such condition).
     ops: frozenset[str] = frozenset()
+    #: The bug of its directory's bugs file that this entry is a form of, if any.
+    bug: str | None = None
+    #: That bug's essential calls, which replace ``ops`` as the condition: each
+    #: item is a call, or calls joined by ``|`` of which the program makes one.
+    essential: tuple[str, ...] | None = None
 
     def claims(self, ops: frozenset[str]) -> bool:
         """Whether a failing program calling ``ops`` may be this bug."""
+        if self.essential is not None:
+            return all(any(call in ops for call in item.split("|")) for item in self.essential)
         return self.ops <= ops
+
+    @property
+    def kin(self) -> tuple[str, object]:
+        """What tells this entry's claim from another's of its signature: its bug,
+        or (an entry in no bug) its calls."""
+        return ("bug", self.bug) if self.bug is not None else ("ops", self.ops)
 
     def to_json(self) -> dict[str, Any]:
         """Builtins only: an entry travels to xdist workers that cannot read its file."""
@@ -86,12 +109,99 @@ class KnownBug:
             "layer": self.layer,
             "path": str(self.path),
             "ops": sorted(self.ops),
+            "bug": self.bug,
+            "essential": list(self.essential) if self.essential is not None else None,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> KnownBug:
-        """The inverse of :meth:`to_json`."""
-        return cls(data["signature"], data["layer"], Path(data["path"]), frozenset(data["ops"]))
+        """The inverse of :meth:`to_json` (and of an older one's, which had no bug)."""
+        essential = data.get("essential")
+        return cls(
+            data["signature"],
+            data["layer"],
+            Path(data["path"]),
+            frozenset(data["ops"]),
+            data.get("bug"),
+            tuple(essential) if essential is not None else None,
+        )
+
+
+#: The bugs file of a registry directory: the bugs its entries are forms of.
+BUGS_FILE = "bugs.toml"
+
+
+@dataclass(frozen=True)
+class Bug:
+    """One mechanism of a bugs file, and the entries (its forms) that reach it."""
+
+    id: str
+    title: str
+    severity: Severity
+    #: How it happens, in a few sentences.
+    mechanism: str
+    #: The calls every program reaching it makes (``a|b``: one of them); ``()``
+    #: where each form's signature names the mechanism, whichever op reaches it.
+    essential: tuple[str, ...]
+    #: The entry file names of its forms.
+    forms: tuple[str, ...]
+    #: Where torch tracks it ("unsearched": nobody has looked yet).
+    upstream: str = "unsearched"
+    #: Keys this version does not know, kept for whoever writes the file back.
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+_BUG_KEYS = frozenset({"id", "title", "severity", "mechanism", "essential", "forms", "upstream"})
+
+
+def read_bugs(directory: Path) -> list[Bug]:
+    """The bugs of ``directory``'s bugs file, in its order; none without one.
+
+    A bugs file that does not parse, or a bug missing a key, raises
+    ``ValueError``: ignoring it would silently change what counts as known.
+    """
+    path = directory / BUGS_FILE
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    try:
+        table = tomllib.loads(data.decode())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path}: not a bugs file: {error}") from error
+    bugs = []
+    for raw in table.get("bug", []):
+        try:
+            bugs.append(
+                Bug(
+                    id=str(raw["id"]),
+                    title=str(raw["title"]),
+                    severity=Severity(raw["severity"]),
+                    mechanism=str(raw["mechanism"]),
+                    essential=tuple(str(call) for call in raw["essential"]),
+                    forms=tuple(str(form) for form in raw["forms"]),
+                    upstream=str(raw.get("upstream", "unsearched")),
+                    extra={key: value for key, value in raw.items() if key not in _BUG_KEYS},
+                )
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"{path}: bug {raw.get('id', '?')!r}: {error!r}") from error
+    return bugs
+
+
+def _bugs_by_form(directory: Path) -> dict[str, Bug]:
+    """``directory``'s bugs by the file names of their forms, read once per version
+    of the file (a registry is read entry by entry)."""
+    try:
+        stat = (directory / BUGS_FILE).stat()
+    except OSError:
+        return {}
+    return _cached_bugs_by_form(directory.resolve(), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_bugs_by_form(directory: Path, _mtime_ns: int, _size: int) -> dict[str, Bug]:
+    return {form: bug for bug in read_bugs(directory) for form in bug.forms}
 
 
 def is_repro_file(path: Path) -> bool:
@@ -116,11 +226,14 @@ def read_entry(path: Path) -> KnownBug | None:
         return None
     layer = header_value(head, LAYER)
     declared = _declared_ops(path, text)
+    bug = _bugs_by_form(path.parent).get(path.name)
     return KnownBug(
         signature,
         None if layer in (None, "none") else layer,
         path,
         declared if declared is not None else program_ops(_program_of(path, text)),
+        bug.id if bug is not None else None,
+        bug.essential if bug is not None else None,
     )
 
 
@@ -154,7 +267,9 @@ def _program_of(path: Path, text: str) -> str:
 def registry_files(directory: Path) -> list[Path]:
     """The files of ``directory`` a registry may hold (repro files and entries), by name."""
     return sorted(
-        path for path in directory.glob("*") if path.suffix in (REPRO_SUFFIX, ENTRY_SUFFIX)
+        path
+        for path in directory.glob("*")
+        if path.suffix in (REPRO_SUFFIX, ENTRY_SUFFIX) and path.name != BUGS_FILE
     )
 
 
@@ -203,7 +318,11 @@ def program_ops(source: str) -> frozenset[str]:
     """The names of what ``program`` calls: ``a0.squeeze_(0)`` gives ``squeeze_``,
     ``torch.nn.functional.dropout(...)`` gives ``dropout``; its subscripts give
     pseudo-ops (``a0[::2]``: ``[:]``, ``a0[0]``: ``[i]``, ``a0[mask]``: ``[t]``,
-    ``a0[i] = v``: ``[]=``).
+    ``a0[i] = v``: ``[]=``), and so do a ``.data`` assignment (``.data=``) and a
+    call of one of its own arguments, a module: ``m1(a0)`` gives the class
+    ``inputs`` builds it from (``Counter()``), not the argument's name, which
+    says nothing (the same module is ``m1`` in one program and ``m2`` in the
+    next).
 
     A known bug's minimal program calls only what the bug needs; a program
     that fails the same way but lacks one of those calls is another bug.
@@ -230,16 +349,24 @@ def program_ops(source: str) -> frozenset[str]:
         for node in tree.body
         if isinstance(node, ast.FunctionDef) and (node.name == "program" or node.name in stages)
     ]
+    modules = _argument_classes(tree)
     ops = set()
     for program in programs:
         for node in ast.walk(program):
             if isinstance(node, ast.Call):
                 if isinstance(node.func, ast.Attribute):
                     ops.add(node.func.attr)
+                elif isinstance(node.func, ast.Name) and node.func.id in modules:
+                    ops.add(modules[node.func.id])
                 elif isinstance(node.func, ast.Name) and node.func.id not in _BUILTIN_CALLS:
                     ops.add(node.func.id)
             elif isinstance(node, ast.Subscript) and not _picks_from_a_sequence(node):
                 ops.add(_subscript_op(node))
+            elif isinstance(node, ast.Assign) and any(
+                isinstance(target, ast.Attribute) and target.attr == "data"
+                for target in node.targets
+            ):
+                ops.add(DATA_ASSIGNED)
     # How the inputs change between calls is a cause the program's calls cannot
     # show: inputs built differently by call (aliased on odd calls only), or the
     # outputs fed back as the next call's inputs (``advance``).
@@ -253,6 +380,54 @@ def program_ops(source: str) -> frozenset[str]:
     # Compiling in stages splits the graph where the program says so, which
     # is a cause of its own: the pseudo-op says the program was staged.
     return frozenset((ops - stages) | ({STAGED} if stages else set()))
+
+
+def _argument_classes(tree: ast.Module) -> dict[str, str]:
+    """The program's arguments that ``inputs`` builds by calling a class (a module),
+    by name: ``{"m1": "Counter()"}``, the pseudo-op a call of the argument is.
+
+    Read from ``inputs``'s last ``return`` of a tuple, position by position
+    against ``program``'s parameters: an element that is a call (``Counter()``)
+    or a name last assigned one in ``inputs`` (``m1 = Counter()``); a class by
+    its last dotted name (``torch.nn.Linear(1, 1)``: ``Linear()``), capitalised
+    as classes are. An argument called though ``inputs`` does not show its
+    class (built by a factory function, say) is :data:`MODULE_CALL`: a module
+    call still, of no known class.
+    """
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    program, inputs = functions.get("program"), functions.get("inputs")
+    if program is None:
+        return {}
+    parameters = [argument.arg for argument in program.args.args]
+    called = {
+        node.func.id
+        for function in functions.values()
+        for node in ast.walk(function)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
+    classes = dict.fromkeys((name for name in parameters if name in called), MODULE_CALL)
+    if inputs is None or not classes:
+        return classes
+    assigned: dict[str, ast.expr] = {}
+    returned: list[ast.expr] = []
+    for node in ast.walk(inputs):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned[target.id] = node.value
+        elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
+            returned = node.value.elts
+    for name, element in zip(parameters, returned, strict=False):
+        if name not in classes:
+            continue
+        if isinstance(element, ast.Name):
+            element = assigned.get(element.id, element)
+        if isinstance(element, ast.Call):
+            function = element.func
+            called = getattr(function, "attr", None) or getattr(function, "id", "")
+            if called[:1].isupper():  # a class; a factory function says nothing of one
+                classes[name] = f"{called}()"
+    return classes
 
 
 def _subscript_op(node: ast.Subscript) -> str:
@@ -310,6 +485,11 @@ STAGED = "COMPILE"
 INPUTS_BY_CALL = "INPUTS_BY_CALL"
 #: ... for a program whose outputs or state feed the next call (``advance``).
 ADVANCED = "ADVANCE"
+#: ... for an assignment to a tensor's ``.data`` (``a0.data = ...``): no call, but
+#: a cause of its own (Dynamo traces it as ``set_`` of a graph input).
+DATA_ASSIGNED = ".data="
+#: ... for a call of an argument (a module) whose class ``inputs`` does not show.
+MODULE_CALL = "MODULE()"
 
 _BUILTIN_CALLS = frozenset(
     {"range", "len", "tuple", "list", "float", "int", "bool", "isinstance", "min", "max"}
@@ -438,13 +618,13 @@ class Registry:
         tensor written in place): then entries of different calls share it,
         and a program that makes none of their calls is a mechanism of its
         own. (The same entry held twice, a repro file and the entry recorded
-        from it, shares nothing.) Any other signature is broad, and the
+        from it, shares nothing; nor do the forms of one bug.) Any other signature is broad, and the
         program's operations narrow it. So is a dead process's site: a
         crash in a compiled graph's C++ has no finer one.
         """
         if not difference.message or difference.ends_process:
             return True
-        return len({entry.ops for entry in self._entries.get(difference.signature, [])}) > 1
+        return len({entry.kin for entry in self._entries.get(difference.signature, [])}) > 1
 
     def needs_layer(self, difference: Difference) -> bool:
         """Whether telling this failure known or new takes its first diverging layer."""

@@ -24,13 +24,20 @@ import torch
 from pytest_cgraph import EquivalenceError
 from pytest_cgraph.failures import ends_process
 from pytest_cgraph.record import main as record_main
-from pytest_cgraph.registry import BASELINE_ROOT, baseline_dir, read_entry, recorded_settings
+from pytest_cgraph.registry import (
+    BASELINE_ROOT,
+    baseline_dir,
+    read_entry,
+    recorded_settings,
+    registry_files,
+)
 from pytest_cgraph.repro import recorded_case, replay_file
 from pytest_cgraph.repro_files import BASE_SIGNATURE, ENTRY_LINE, header_value
 from pytest_cgraph.runner import check_source
 
 BASELINE = baseline_dir(torch.__version__)
-FILES = sorted(BASELINE.glob("*.toml")) if BASELINE is not None else []
+# Its entries; the bugs file beside them (``bugs.toml``) is no entry.
+FILES = registry_files(BASELINE) if BASELINE is not None else []
 #: The entry whose standalone file the default run checks: a small, quick one.
 SAMPLE = "grad-grad-aot_eager.toml"
 #: An entry's keys (``timeout`` only where it has one, ``ops`` where it declares them).

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
-from pytest_cgraph.registry import Registry, program_ops, read_entry
+from pytest_cgraph.registry import (
+    BUGS_FILE,
+    DATA_ASSIGNED,
+    MODULE_CALL,
+    KnownBug,
+    Registry,
+    program_ops,
+    read_bugs,
+    read_entry,
+    registry_files,
+)
 from pytest_cgraph.repro_files import BASE_SIGNATURE, LAYER, MARKER_LINE
 
 WRONG = Difference(Kind.VALUE, 2, Place(Role.OUTPUT, index=0))
@@ -224,3 +235,127 @@ def test_a_dead_process_is_known_by_its_site_and_its_programs_ops(tmp_path: Path
     second = registry.match(elsewhere, lambda: None, ops)
     assert second is not None and second.path.name == "siteless.py"
     assert registry.match(elsewhere, lambda: None, frozenset({"sin"})) is None
+
+
+def test_a_call_of_a_module_argument_is_its_class_not_its_name() -> None:
+    module = "class Counter(torch.nn.Module):\n    pass\n"
+    program = "def program(a0, {m}):\n    v0 = {m}(a0)\n    return (torch.sin(v0),)\n"
+    by_name = "def inputs(k):\n    {m} = Counter()\n    return (torch.ones(1), {m})\n"
+    inline = "def inputs(k):\n    return (torch.ones(1), torch.nn.Linear(1, 1))\n"
+    hidden = "def inputs(k):\n    return (torch.ones(1), make())\n"
+    for m in ("m1", "m2"):  # the generator numbers arguments: the name says nothing
+        source = module + program.format(m=m) + by_name.format(m=m)
+        assert program_ops(source) == frozenset({"Counter()", "sin"})
+    assert program_ops(program.format(m="m1") + inline) == frozenset({"Linear()", "sin"})
+    # A call of an argument inputs does not show the class of is still a module call.
+    assert program_ops(program.format(m="m1") + hidden) == frozenset({MODULE_CALL, "sin"})
+    # An argument that is only passed (a parameter, a scalar) is no call at all.
+    passed = "def program(a0, p1):\n    return (a0 * p1,)\n"
+    assert program_ops(passed + "def inputs(k):\n    return (1, Counter())\n") == frozenset()
+
+
+def test_a_data_assignment_is_an_op() -> None:
+    source = "def program(a0):\n    a0.data = a0.data * 2\n    return (a0,)\n"
+    assert program_ops(source) == frozenset({DATA_ASSIGNED})
+
+
+COUNTER = """import torch
+
+
+class Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.full((1,), 0.5))
+        self.register_buffer("calls", torch.zeros(()))
+
+    def forward(self, x):
+        self.calls.add_(1)
+        return x * self.weight + self.calls
+"""
+GRAD = Difference(Kind.GRAD, 1, Place(Role.GRAD, name="a0"))
+
+
+def bugs_file(directory: Path, text: str) -> None:
+    (directory / BUGS_FILE).write_text(text)
+
+
+def test_a_form_of_a_bug_claims_every_program_making_the_bug_s_essential_calls(
+    tmp_path: Path,
+) -> None:
+    inputs = "def inputs(k):\n    return (torch.ones(1, requires_grad=True), Counter())\n"
+    forms = {
+        "grad-grad-aot_eager-4": "def program(a0, m1):\n    v0 = m1(a0)\n    v0.mul_(a0)\n"
+        "    return (a0, v0)\n",
+        "grad-grad-aot_eager-5": "def program(a0, m1):\n    v0 = m1(a0)\n    v0.clamp_(max=0.5)\n"
+        "    return (v0,)\n",
+    }
+    for name, program in forms.items():
+        repro(tmp_path, name, "grad-grad", "aot_eager", COUNTER + program + inputs)
+    campaign = COUNTER + (
+        "def program(a0, m2):\n    v0 = m2(a0)\n    v1 = torch.sin(v0)\n    return (v1,)\n"
+        "def inputs(k):\n    return (torch.ones(1, requires_grad=True), Counter())\n"
+    )
+    without_module = "def program(a0):\n    v0 = a0 * 2\n    v1 = torch.sin(v0)\n    return (v1,)\n"
+    ops, other_ops = program_ops(campaign), program_ops(without_module)
+    # One entry per form: the campaign's program makes neither form's every call.
+    assert Registry.load([tmp_path]).match(GRAD, lambda: "aot_eager", ops) is None
+    bugs_file(
+        tmp_path,
+        '[[bug]]\nid = "module-buffer-grad-ahead"\ntitle = "t"\nseverity = "silent"\n'
+        'mechanism = "m"\nessential = ["Counter()"]\n'
+        'forms = ["grad-grad-aot_eager-4.py", "grad-grad-aot_eager-5.py"]\n',
+    )
+    registry = Registry.load([tmp_path])
+    known = registry.match(GRAD, lambda: "aot_eager", ops)
+    assert known is not None and known.bug == "module-buffer-grad-ahead"
+    # The bug's signature and layer, without its essential call: another bug.
+    assert registry.match(GRAD, lambda: "aot_eager", other_ops) is None
+    # The form's layer rule stays the entry's own.
+    assert registry.match(GRAD, lambda: "cudagraphs", ops) is None
+    # The bug travels with the entry to a worker.
+    (entry,) = {KnownBug.from_json(e.to_json()) for e in registry.entries()} - {
+        registry.entries()[1]
+    }
+    assert entry.claims(ops) and not entry.claims(other_ops)
+
+
+def test_essential_alternatives_and_an_empty_essential(tmp_path: Path) -> None:
+    entry = KnownBug("value-output", "aot_eager", tmp_path / "e.toml", frozenset({"x"}))
+    either = dataclasses.replace(entry, bug="b", essential=("add_|mul_", "sin"))
+    assert either.claims(frozenset({"mul_", "sin"})) and either.claims(frozenset({"add_", "sin"}))
+    assert not either.claims(frozenset({"mul_"})) and not either.claims(frozenset({"sin", "x"}))
+    assert dataclasses.replace(entry, bug="b", essential=()).claims(frozenset())
+    # An older controller's entry (no bug in its JSON) keeps its own calls.
+    old = {key: value for key, value in entry.to_json().items() if key not in ("bug", "essential")}
+    assert KnownBug.from_json(old) == entry
+
+
+def test_forms_of_one_bug_do_not_make_a_shared_message_broad(tmp_path: Path) -> None:
+    for name, call in (("a", "mul_"), ("b", "add_")):
+        repro(
+            tmp_path,
+            f"crash-{name}",
+            CRASH.signature,
+            "aot_eager",
+            f"def program(a0):\n    a0.{call}(2)\n",
+        )
+    assert Registry.load([tmp_path]).narrows(CRASH)  # two entries of other calls: broad
+    bugs_file(
+        tmp_path,
+        '[[bug]]\nid = "one"\ntitle = "t"\nseverity = "crash"\nmechanism = "m"\n'
+        'essential = []\nforms = ["crash-a.py", "crash-b.py"]\n',
+    )
+    registry = Registry.load([tmp_path])
+    assert not registry.narrows(CRASH)
+    assert registry.match(CRASH, lambda: None, frozenset({"sin"})) is not None
+
+
+def test_a_bugs_file_is_no_entry_and_a_broken_one_is_an_error(tmp_path: Path) -> None:
+    bugs_file(tmp_path, '[[bug]]\nid = "x"\n')
+    assert registry_files(tmp_path) == []
+    with pytest.raises(ValueError, match="bug 'x'"):
+        read_bugs(tmp_path)
+    bugs_file(tmp_path, "[[bug]\n")
+    with pytest.raises(ValueError, match="not a bugs file"):
+        read_bugs(tmp_path)
+    assert read_bugs(tmp_path / "missing") == []

@@ -1,0 +1,111 @@
+"""The shipped baseline's bugs file: every entry a form of exactly one bug, and what that buys.
+
+The registry is read by signature (one entry per program form); the bugs file
+groups those entries by mechanism, so a known mechanism met through other
+calls is known. These checks keep the file and the directory in step: an
+entry recorded without a bug, a bug naming a retired entry, or an essential
+call that one of the bug's own forms does not make would each make the
+registry say something false.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
+from pytest_cgraph.registry import (
+    BASELINE_ROOT,
+    BUGS_FILE,
+    Registry,
+    program_ops,
+    read_bugs,
+    read_entry,
+    registry_files,
+)
+from pytest_cgraph.repro_files import BASE_SIGNATURE, header_value
+from pytest_cgraph.severity import Severity, severity_of, worst
+
+BASELINES = sorted(path for path in BASELINE_ROOT.glob("torch-*") if (path / BUGS_FILE).exists())
+
+
+@pytest.mark.parametrize("directory", BASELINES, ids=[path.name for path in BASELINES])
+def test_every_entry_is_a_form_of_exactly_one_bug(directory: Path) -> None:
+    bugs = read_bugs(directory)
+    forms = [form for bug in bugs for form in bug.forms]
+    assert sorted(forms) == [path.name for path in registry_files(directory)]
+    ids = [bug.id for bug in bugs]
+    assert len(set(ids)) == len(ids)
+    assert all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", bug_id) for bug_id in ids)
+    for bug in bugs:
+        assert bug.title and "\n" not in bug.title and bug.mechanism and bug.upstream, bug.id
+
+
+@pytest.mark.parametrize("directory", BASELINES, ids=[path.name for path in BASELINES])
+def test_each_form_makes_its_bug_s_essential_calls(directory: Path) -> None:
+    for entry in Registry.load([directory]).entries():
+        assert entry.bug is not None and entry.essential is not None, entry.path.name
+        # The bug claims its own forms: its essential calls are calls they make.
+        assert entry.claims(entry.ops), (entry.path.name, entry.essential, sorted(entry.ops))
+
+
+_KINDS = {kind.value.replace(" ", "_"): kind for kind in Kind}
+
+
+def _severity_of_entry(path: Path) -> Severity:
+    """What :func:`severity_of` says of the failure an entry was recorded for (its kind,
+    from the signature; a crash's message, from its header's failure line)."""
+    text = path.read_text()
+    kind = _KINDS[header_value(text, BASE_SIGNATURE).split("-")[0]]
+    message = header_value(text, "# failure: ") if kind is Kind.CRASH else None
+    place = Place(Role.COMPILED, name="call")
+    return severity_of(Difference(kind, 1, place, exception_type="E", message=message))
+
+
+@pytest.mark.parametrize("directory", BASELINES, ids=[path.name for path in BASELINES])
+def test_a_bug_s_severity_is_the_worst_of_its_forms(directory: Path) -> None:
+    for bug in read_bugs(directory):
+        assert bug.severity == worst([_severity_of_entry(directory / f) for f in bug.forms]), bug.id
+
+
+TORCH_2_13 = BASELINE_ROOT / "torch-2.13"
+COUNTER_PROGRAM = """import torch
+
+
+class Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.full((1,), 0.5))
+        self.register_buffer("calls", torch.zeros(()))
+
+    def forward(self, x):
+        self.calls.add_(1)
+        return x * self.weight + self.calls
+
+
+def program(a0, m2):
+    v0 = m2(a0)
+    v1 = torch.sin(v0)
+    return (v1,)
+
+
+def inputs(k):
+    return (torch.tensor([-1.0, 0.0], requires_grad=True), Counter())
+"""
+
+
+@pytest.mark.skipif(not (TORCH_2_13 / BUGS_FILE).exists(), reason="no torch-2.13 bugs file")
+def test_a_known_mechanism_reached_through_other_calls_is_known() -> None:
+    grad = Difference(Kind.GRAD, 1, Place(Role.GRAD, name="a0"))
+    assert grad.signature == "grad-grad"
+    registry = Registry.load([TORCH_2_13])
+    known = registry.match(grad, lambda: "aot_eager", program_ops(COUNTER_PROGRAM))
+    assert known is not None and known.bug == "module-buffer-grad-ahead"
+    # Neither form's every call: by entry alone, this program was new.
+    forms = [read_entry(TORCH_2_13 / f"grad-grad-aot_eager-{n}.toml") for n in (4, 5)]
+    assert not any(form.ops <= program_ops(COUNTER_PROGRAM) for form in forms if form)
+    # The same signature and layer without the module: not this bug (nor another).
+    plain = COUNTER_PROGRAM.replace("v0 = m2(a0)", "v0 = a0 * 2")
+    assert registry.match(grad, lambda: "aot_eager", program_ops(plain)) is None
