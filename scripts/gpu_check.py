@@ -302,16 +302,21 @@ def recheck_step(work: Path, baseline: Path, workers: int) -> Step:
     return Step("recheck-baseline", "recheck", argv, run, extra={"baseline": str(baseline)})
 
 
-def examples_step(work: Path, backend: str, device: str, workers: int, seed: int) -> Step:
-    """``examples/`` checked against ``backend``: the scenarios of PyTorch's own tests."""
-    name = f"examples-{backend}"
-    run = _run_dir(work, name, own_ini=False)
-    step = Step(name, "examples", [], run)
+def _reporting_step(work: Path, name: str, kind: str, *, own_ini: bool) -> Step:
+    """A step whose run writes a JSON report, an HTML page and a repro dir in its folder."""
+    run = _run_dir(work, name, own_ini=own_ini)
+    step = Step(name, kind, [], run)
     step.report, step.html, step.repro_dir = (
         run / "report.json",
         run / "report.html",
         run / "repros",
     )
+    return step
+
+
+def examples_step(work: Path, backend: str, device: str, workers: int, seed: int) -> Step:
+    """``examples/`` checked against ``backend``: the scenarios of PyTorch's own tests."""
+    step = _reporting_step(work, f"examples-{backend}", "examples", own_ini=False)
     step.argv = [
         *_pytest(),
         str(REPO / "examples"),
@@ -340,14 +345,7 @@ def campaign_step(
     known: Path | None,
 ) -> Step:
     """A time-boxed campaign of every family (its duration is set when it starts)."""
-    name = f"campaign-{backend}"
-    run = _run_dir(work, name, own_ini=True)
-    step = Step(name, "campaign", [], run)
-    step.report, step.html, step.repro_dir = (
-        run / "report.json",
-        run / "report.html",
-        run / "repros",
-    )
+    step = _reporting_step(work, f"campaign-{backend}", "campaign", own_ini=True)
     step.argv = [
         *_pytest(),
         "--cgraph",

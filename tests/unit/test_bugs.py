@@ -27,6 +27,7 @@ from pytest_cgraph.registry import (
 )
 from pytest_cgraph.repro_files import BASE_SIGNATURE, header_value
 from pytest_cgraph.severity import Severity, severity_of, worst
+from pytest_cgraph.strategies.templates import TEMPLATES
 
 BASELINES = sorted(path for path in BASELINE_ROOT.glob("torch-*") if (path / BUGS_FILE).exists())
 
@@ -71,19 +72,10 @@ def test_a_bug_s_severity_is_the_worst_of_its_forms(directory: Path) -> None:
 
 
 TORCH_2_13 = BASELINE_ROOT / "torch-2.13"
-COUNTER_PROGRAM = """import torch
-
-
-class Counter(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.weight = torch.nn.Parameter(torch.full((1,), 0.5))
-        self.register_buffer("calls", torch.zeros(()))
-
-    def forward(self, x):
-        self.calls.add_(1)
-        return x * self.weight + self.calls
-
+COUNTER_PROGRAM = (
+    "import torch\n"
+    + TEMPLATES["Counter()"]
+    + """
 
 def program(a0, m2):
     v0 = m2(a0)
@@ -94,6 +86,7 @@ def program(a0, m2):
 def inputs(k):
     return (torch.tensor([-1.0, 0.0], requires_grad=True), Counter())
 """
+)
 
 
 @pytest.mark.skipif(not (TORCH_2_13 / BUGS_FILE).exists(), reason="no torch-2.13 bugs file")

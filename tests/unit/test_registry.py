@@ -21,6 +21,7 @@ from pytest_cgraph.registry import (
     registry_files,
 )
 from pytest_cgraph.repro_files import BASE_SIGNATURE, LAYER, MARKER_LINE
+from pytest_cgraph.strategies.templates import TEMPLATES
 
 WRONG = Difference(Kind.VALUE, 2, Place(Role.OUTPUT, index=0))
 CRASH = Difference(
@@ -259,19 +260,7 @@ def test_a_data_assignment_is_an_op() -> None:
     assert program_ops(source) == frozenset({DATA_ASSIGNED})
 
 
-COUNTER = """import torch
-
-
-class Counter(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.weight = torch.nn.Parameter(torch.full((1,), 0.5))
-        self.register_buffer("calls", torch.zeros(()))
-
-    def forward(self, x):
-        self.calls.add_(1)
-        return x * self.weight + self.calls
-"""
+COUNTER = "import torch\n" + TEMPLATES["Counter()"]
 GRAD = Difference(Kind.GRAD, 1, Place(Role.GRAD, name="a0"))
 
 
