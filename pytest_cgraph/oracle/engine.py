@@ -433,7 +433,7 @@ class _Float64Reference:
                 self._usable = False
                 return
         ops.manual_seed(settings.seed + k)
-        seeded = torch.get_rng_state()
+        seeded = _generator_states()
         default_dtype = torch.get_default_dtype()
         torch.set_default_dtype(torch.float64)
         try:
@@ -441,13 +441,24 @@ class _Float64Reference:
         finally:
             torch.set_default_dtype(default_dtype)
         # float64 draws other random numbers than float32: no exact answer then.
-        drew = not torch.equal(torch.get_rng_state(), seeded)
+        drew = any(
+            not torch.equal(now, then)
+            for now, then in zip(_generator_states(), seeded, strict=True)
+        )
         if seen.error is not None or drew:
             self._usable = False
             return
         self._seen.append(seen)
         if self._advance is not None and k < settings.iters:
             self._side.flat = _advanced(self._advance, k, self._side.flat, self._spec, raw)
+
+
+def _generator_states() -> list[torch.Tensor]:
+    """The default generators' states: the CPU's, and every CUDA device's once CUDA is up."""
+    states = [torch.get_rng_state()]
+    if torch.cuda.is_initialized():
+        states.extend(torch.cuda.get_rng_state_all())
+    return states
 
 
 def _run_eager_side(*arguments: Any) -> tuple[Observation, list[Any]]:

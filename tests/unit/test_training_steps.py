@@ -146,3 +146,13 @@ def test_a_program_that_draws_random_numbers_is_judged_without_the_reference():
     # still fail, whatever the float64 run says.
     with pytest.raises(EquivalenceError):
         check_equivalent(lambda x: x + torch.rand(3), torch.zeros(3), backend="faulty_frozen_rng")
+
+
+def test_the_float64_reference_watches_every_cuda_generator_once_cuda_is_up(monkeypatch):
+    from pytest_cgraph.oracle import engine
+
+    device_states = [torch.zeros(4, dtype=torch.uint8), torch.ones(4, dtype=torch.uint8)]
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_rng_state_all", lambda: device_states)
+    states = engine._generator_states()
+    assert len(states) == 3 and states[1:] == device_states
