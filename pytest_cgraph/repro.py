@@ -69,6 +69,7 @@ from pytest_cgraph.repro_files import (
 
 if TYPE_CHECKING:
     from pytest_cgraph.oracle.driver import ReplayVerdict, ReproCase
+    from pytest_cgraph.oracle.ladder import Location
 
 
 @functools.cache
@@ -141,9 +142,11 @@ ENTRY_RUN = (
 FULL_SIGNATURE = "# signature: "
 
 
-def facts(failure: Failure, layer: str | None, cudagraph_specific: bool) -> list[str]:
+def facts(failure: Failure, location: Location) -> list[str]:
     """The header lines saying what failed where: shared by repro files and entries."""
     import torch
+
+    from pytest_cgraph.oracle.ladder import rungs_for
 
     case, difference = failure.case, failure.difference
     cuda = (
@@ -158,11 +161,11 @@ def facts(failure: Failure, layer: str | None, cudagraph_specific: bool) -> list
         if case.seed is not None
         else "(not from a campaign)"
     )
+    layer = location.layer
     ladder = (
         "not located (the program ends its process; so would each rung of the ladder)"
         if difference.ends_process
-        else f"{layer or 'none below the backend itself'} (ladder eager -> aot_eager -> "
-        f"cudagraphs); CUDA-graph path specific: {'yes' if cudagraph_specific else 'no'}"
+        else location.describe(rungs_for(case.backend, case.device))
     )
     return [
         f"{FULL_SIGNATURE}{_full_signature(difference.signature, layer)}",
@@ -301,9 +304,9 @@ def _is_control(char: str) -> bool:
     return (char < " " and char != "\t") or char == "\x7f"
 
 
-def render(failure: Failure, layer: str | None, cudagraph_specific: bool) -> str:
+def render(failure: Failure, location: Location) -> str:
     """The repro file's text."""
-    return standalone_text(facts(failure, layer, cudagraph_specific), repro_case(failure))
+    return standalone_text(facts(failure, location), repro_case(failure))
 
 
 def header_of(text: str) -> list[str]:
@@ -523,18 +526,22 @@ def replay_verdict(path: Path) -> FileReplay:
     return FileReplay(verdict, str(found.line(signature)))
 
 
-def locate_layer(case: Case, like: Difference | None = None) -> tuple[str | None, bool]:
-    """The first rung of the ladder that shows the failure ``like`` (its symptom; without
-    one: that diverges at all), and whether it is the CUDA-graph path.
+def locate_layer(case: Case, like: Difference | None = None) -> Location:
+    """The first rung of the ladder that shows the failure ``like`` (its signature;
+    without one: that diverges at all) while every rung below it agrees with eager,
+    and whether it is the CUDA-graph path.
 
     ``like`` is what checking ``case`` gave: the rung of ``case.backend`` is
-    taken from it, not checked again.
+    taken from it, not checked again. A lower rung that fails differently
+    leaves the layer ``None`` and says so (:attr:`Location.untold_by`): the
+    bug it shows may hide this one there, so no layer above it is to blame
+    on the ladder's evidence. ``[0]`` is the layer (what a hunt's ``layer_of`` reads).
     """
     import warnings
 
     from pytest_cgraph.backends import resolve_device
     from pytest_cgraph.oracle.compiling import collect_compile_evidence
-    from pytest_cgraph.oracle.ladder import climb, first_diverging
+    from pytest_cgraph.oracle.ladder import climb, locate
 
     for module in case.setup_modules:  # they register the backend the ladder compiles with
         importlib.import_module(module)
@@ -542,7 +549,7 @@ def locate_layer(case: Case, like: Difference | None = None) -> tuple[str | None
         warnings.simplefilter("ignore")
         device = resolve_device(case.device)
         rungs = climb(case.source, case.backend, device, case.iters, like=like)
-    return first_diverging(rungs, like)
+    return locate(rungs, like)
 
 
 def make_repro(failure: Failure, directory: Path, *, entry: bool = False) -> Failure:
@@ -572,17 +579,19 @@ def verify_repro(failure: Failure, directory: Path, *, entry: bool = False) -> F
     only call ``died`` is named by the signal the file's run died of.
     """
     from pytest_cgraph.oracle.driver import ReplayVerdict
+    from pytest_cgraph.oracle.ladder import Location
 
     if failure.difference.ends_process:
-        layer, specific = None, False
+        location = Location(None)
         failure, text, verdict, detail = _verify_in_subprocess(failure)
-        stored = _stored_text(failure, layer, specific, text, entry)
+        stored = _stored_text(failure, location, text, entry)
     else:
-        layer, specific = locate_layer(failure.case, failure.difference)
-        text = render(failure, layer, specific)
+        location = locate_layer(failure.case, failure.difference)
+        text = render(failure, location)
         # Both texts exist before the replay: what follows it only writes.
-        stored = _stored_text(failure, layer, specific, text, entry)
-        verdict, detail = _verify_in_process(text, failure, layer)
+        stored = _stored_text(failure, location, text, entry)
+        verdict, detail = _verify_in_process(text, failure, location)
+    layer, specific = location.layer, location.cudagraph_specific
     if verdict is not ReplayVerdict.REPRODUCED:
         result = ReproResult(ReproStatus.NOT_REPRODUCIBLE, None, detail, layer, specific)
         return failure.with_repro(result)
@@ -635,11 +644,9 @@ def _kinship_in(directory: Path, failure: Failure) -> Callable[[Path], Kinship]:
     return kinship
 
 
-def _stored_text(
-    failure: Failure, layer: str | None, specific: bool, text: str, entry: bool
-) -> str:
+def _stored_text(failure: Failure, location: Location, text: str, entry: bool) -> str:
     """What is written once ``text`` is verified: the file itself, or its entry."""
-    return entry_text(facts(failure, layer, specific), repro_case(failure)) if entry else text
+    return entry_text(facts(failure, location), repro_case(failure)) if entry else text
 
 
 def _verify_in_subprocess(failure: Failure) -> tuple[Failure, str, ReplayVerdict, str]:
@@ -651,8 +658,9 @@ def _verify_in_subprocess(failure: Failure) -> tuple[Failure, str, ReplayVerdict
     the run reproduced it, and the detail for the report.
     """
     from pytest_cgraph.oracle.driver import ReplayVerdict
+    from pytest_cgraph.oracle.ladder import Location
 
-    text = render(failure, None, False)
+    text = render(failure, Location(None))
     run = reproduces_in_subprocess(text, failure)
     difference = failure.difference
     unnamed = difference.exception_type == UNSEEN or (
@@ -667,7 +675,7 @@ def _verify_in_subprocess(failure: Failure) -> tuple[Failure, str, ReplayVerdict
                 named, detail=f"{difference.detail}; its repro was {run.death.detail}"
             )
         failure = dataclasses.replace(failure, difference=named)
-        text = render(failure, None, False)
+        text = render(failure, Location(None))
     verdict = run.verdict_for(failure.signature)
     detail = run.said
     if verdict is not ReplayVerdict.REPRODUCED and run.death is not None:
@@ -675,7 +683,9 @@ def _verify_in_subprocess(failure: Failure) -> tuple[Failure, str, ReplayVerdict
     return failure, text, verdict, detail
 
 
-def _verify_in_process(text: str, failure: Failure, layer: str | None) -> tuple[ReplayVerdict, str]:
+def _verify_in_process(
+    text: str, failure: Failure, location: Location
+) -> tuple[ReplayVerdict, str]:
     """Replay the rendered file in this process: whether it fails as ``failure`` did,
     and the detail for the report."""
     from pytest_cgraph.oracle.driver import ReplayVerdict
@@ -692,7 +702,7 @@ def _verify_in_process(text: str, failure: Failure, layer: str | None) -> tuple[
     difference = replayed.difference
     verdict = ReplayVerdict.judge(difference.signature if difference else None, signature)
     if verdict is ReplayVerdict.REPRODUCED:
-        return verdict, f"first diverging layer: {layer or 'only the backend under test'}"
+        return verdict, f"first diverging layer: {location.summary()}"
     return verdict, f"the standalone file said: {replayed.line(signature)}"
 
 

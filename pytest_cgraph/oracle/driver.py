@@ -27,7 +27,7 @@ from pytest_cgraph.oracle.compiling import COMPARABLE_INDUCTOR, Backend, collect
 from pytest_cgraph.oracle.difference import Difference
 from pytest_cgraph.oracle.engine import check_source
 from pytest_cgraph.oracle.errors import EquivalenceError, InvalidProgram
-from pytest_cgraph.oracle.ladder import Rung, climb
+from pytest_cgraph.oracle.ladder import Rung, climb, locate, rungs_for
 from pytest_cgraph.oracle.protocol import ProgramSpec, load_source
 
 
@@ -150,18 +150,21 @@ def issue_report(case: ReproCase, backend: str | None = None) -> str:
     found = replay(case, name)
     spec = ProgramSpec.of(load_source(case.source))
     device = torch.device(case.device) if case.device else None
+    like = found.difference
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rungs = climb(case.source, name, device, None, stop_at_first=False)
+        # Every rung, for the reader: those above one that fails differently too.
+        rungs = climb(case.source, name, device, None, stop_at_first=False, like=like)
     if not any(rung.name == name for rung in rungs):
-        rungs.append(Rung(name, difference=found.difference, invalid=found.invalid))
+        rungs.append(Rung(name, difference=like, invalid=found.invalid))
+    located = locate(rungs, like).describe(rungs_for(name, case.device))
     headline = found.difference.headline() if found.difference else "no difference (fixed?)"
     cuda = (
         f"CUDA {torch.version.cuda}, {torch.cuda.get_device_name()}"
         if case.device.startswith("cuda")
         else "none used (CPU run)"
     )
-    rows = "\n".join(f"| `{rung.name}` | {rung.verdict()} |" for rung in rungs)
+    rows = "\n".join(f"| `{rung.name}` | {rung.verdict(like)} |" for rung in rungs)
     observed = found.difference.describe(verbose=True) if found.difference else found.line("")
     return f"""### 🐛 Describe the bug
 
@@ -180,6 +183,8 @@ What each layer of the compile stack does with it (lowest first):
 | layer | result |
 |---|---|
 {rows}
+
+First diverging layer: {located}.
 
 Observed:
 

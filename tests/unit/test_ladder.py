@@ -1,0 +1,235 @@
+"""The layer ladder names a layer only when every rung below it agrees with eager."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch._dynamo.backends.registry import register_backend
+
+from pytest_cgraph.errors import EquivalenceError
+from pytest_cgraph.failures import Case, Failure
+from pytest_cgraph.oracle import driver, ladder
+from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
+from pytest_cgraph.repro import locate_layer, make_repro
+from pytest_cgraph.runner import check_source
+
+#: A rung that crashes while compiling any program: a lower layer with a bug
+#: of its own, whatever the failure being located is.
+CRASHING = "ladder_test_crashes_every_program"
+
+
+def _crash_every_program(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+    raise RuntimeError("this rung crashes on every program")
+
+
+if CRASHING not in torch._dynamo.list_backends(exclude_tags=()):
+    register_backend(_crash_every_program, name=CRASHING)
+
+
+# The cudagraphs backend gives a leaf only written under no_grad a zero grad
+# (eager leaves it None); eager, aot_eager and the default partitioner agree.
+ZERO_GRAD = """
+import torch
+
+
+def program(a0, p1):
+    with torch.no_grad():
+        a0.mul_(0.9)
+    return (p1 * 2,)
+
+
+def inputs(k):
+    return (torch.ones(2, requires_grad=True), torch.nn.Parameter(torch.ones(2)))
+"""
+
+# dropout(training=False) returns its input in eager and a copy after
+# AOTAutograd's decomposition: an aliasing difference from aot_eager up.
+DROPOUT_ALIAS = """
+import torch
+
+
+def program(a0):
+    v0 = torch.nn.functional.dropout(a0, 0.5, training=False)
+    return (v0,)
+
+
+def inputs(k):
+    return (torch.ones(1),)
+"""
+
+# The default partitioner (which cudagraphs uses) asserts "Expected
+# native_dropout to be a tensor" on this chain of random ops; aot_eager's
+# min-cut partitioner compiles it.
+PARTITIONER_ASSERT = """
+import torch
+
+
+def program(a0, p1):
+    v0 = torch.sin(p1)
+    v1 = v0 + torch.rand_like(v0)
+    v2 = torch.zeros_like(v1)
+    v3 = v2 + torch.rand_like(v2)
+    v4 = v3 + torch.rand_like(v3)
+    v5 = torch.nn.functional.dropout(v4, 0.5)
+    return (v1,)
+
+
+def inputs(k):
+    return (torch.zeros(1, dtype=torch.long), torch.nn.Parameter(torch.ones(1)))
+"""
+
+
+def failing(source: str, backend: str) -> Failure:
+    """The failure ``source`` shows on ``backend``, as the campaign would record it."""
+    with pytest.raises(EquivalenceError) as raised:
+        check_source(source, backend=backend)
+    return Failure(
+        Case(source, backend, "cpu", 5, family="ladder", size=50), raised.value.difference
+    )
+
+
+@pytest.fixture
+def crashing_rung_below_cudagraphs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The cudagraphs ladder with a rung that crashes on every program below cudagraphs."""
+    rungs = ["eager", CRASHING, "cudagraphs"]
+    monkeypatch.setattr(ladder, "rungs_for", lambda backend, device: list(rungs))
+    # The bug report's sentence on the layer names the rungs too.
+    monkeypatch.setattr(driver, "rungs_for", ladder.rungs_for, raising=False)
+    return rungs
+
+
+def test_a_lower_rung_that_crashes_keeps_a_grad_finding_from_being_cudagraph_specific(
+    tmp_path: Path, crashing_rung_below_cudagraphs: list[str]
+) -> None:
+    failure = failing(ZERO_GRAD, "cudagraphs")
+    assert failure.signature == "grad-grad-presence"
+    repro = make_repro(failure, tmp_path).repro
+    assert repro is not None and repro.verified, repro
+    assert repro.layer is None and not repro.cudagraph_specific
+    assert repro.path is not None and Path(repro.path).name == "grad-grad-presence.py"
+    head = Path(repro.path).read_text().split("\n\n", 1)[0]
+    assert "# layer: none" in head
+    assert (
+        f"# first diverging layer: not located: {CRASHING}: fails differently "
+        "(crash-compiled_call-RuntimeError-this_rung_crashes_on_every_program_"
+    ) in head
+    assert "the layer cannot be told" in head
+    assert "CUDA-graph path specific: unknown" in head
+    assert "not located" in repro.detail
+
+
+def test_the_climb_stops_at_a_rung_that_fails_differently(
+    crashing_rung_below_cudagraphs: list[str],
+) -> None:
+    failure = failing(ZERO_GRAD, "cudagraphs")
+    rungs = ladder.climb(ZERO_GRAD, "cudagraphs", None, 5, like=failure.difference)
+    assert [rung.name for rung in rungs] == ["eager", CRASHING]
+    assert rungs[-1].standing(failure.difference) is ladder.Standing.OTHER
+    location = ladder.locate(rungs, failure.difference)
+    assert location.layer is None and not location.cudagraph_specific
+    assert location.untold_by == rungs[-1]
+
+
+def test_the_bug_report_says_which_rung_fails_differently(
+    crashing_rung_below_cudagraphs: list[str],
+) -> None:
+    case = driver.ReproCase(ZERO_GRAD, "cudagraphs", signature="grad-grad-presence")
+    report = driver.issue_report(case)
+    assert f"| `{CRASHING}` | fails differently (crash-compiled_call-RuntimeError-this_rung" in (
+        report
+    )
+    assert "| `cudagraphs` | grad difference at iteration 1" in report
+    assert f"First diverging layer: not located: {CRASHING}: fails differently" in report
+    assert "CUDA-graph path specific: unknown." in report
+
+
+@pytest.mark.parametrize(
+    ("source", "layer", "specific"),
+    [
+        (DROPOUT_ALIAS, "aot_eager", False),
+        (PARTITIONER_ASSERT, "aot_eager_default_partitioner", False),
+        (ZERO_GRAD, "cudagraphs", True),
+    ],
+    ids=["aot_eager", "default_partitioner", "cudagraphs"],
+)
+def test_the_ladder_names_the_layer_where_every_rung_below_agrees(
+    source: str, layer: str, specific: bool
+) -> None:
+    failure = failing(source, "cudagraphs")
+    location = locate_layer(failure.case, failure.difference)
+    assert (location[0], location[1]) == (layer, specific)  # [0]: what the hunt's layer_of reads
+
+
+def test_the_cudagraphs_ladder_isolates_the_default_partitioner() -> None:
+    assert ladder.rungs_for("cudagraphs", "cpu") == [
+        "eager",
+        "aot_eager",
+        "aot_eager_default_partitioner",
+        "cudagraphs",
+    ]
+    assert ladder.rungs_for("inductor", "cuda:0") == [
+        "eager",
+        "aot_eager",
+        "aot_eager_decomp_partition",
+        "inductor",
+        "reduce-overhead",
+    ]
+
+
+def _value(iteration: int = 1) -> Difference:
+    return Difference(Kind.VALUE, iteration, Place(Role.OUTPUT, index=0))
+
+
+def _crash(message: str) -> Difference:
+    place = Place(Role.COMPILED, name="call")
+    return Difference(Kind.CRASH, 1, place, exception_type="RuntimeError", message=message)
+
+
+def test_a_crash_with_another_message_is_another_failure() -> None:
+    like = _crash("tensor a is at version 1; expected version 0")
+    rungs = [
+        ladder.Rung("eager"),
+        ladder.Rung("aot_eager", _crash("unsupported operation")),
+        ladder.Rung("x", like),
+    ]
+    location = ladder.locate(rungs, like)
+    assert location == ladder.Location(None, False, untold_by=rungs[1])
+    assert location.summary().startswith("not located (aot_eager: fails differently (crash-")
+    # The same message behind torch's compile wrapper is the same failure.
+    wrapped = Difference(
+        Kind.CRASH,
+        1,
+        Place(Role.COMPILED, name="call"),
+        exception_type="BackendCompilerFailed.RuntimeError",
+        message=like.message,
+    )
+    assert ladder.locate(
+        [ladder.Rung("eager"), ladder.Rung("aot_eager", wrapped)], like
+    ) == ladder.Location("aot_eager")
+
+
+def test_a_rung_whose_eager_turned_invalid_agrees_only_up_to_that_iteration() -> None:
+    later = ladder.Rung("eager", invalid="RuntimeError: x", invalid_iteration=3)
+    assert later.standing(_value(2)) is ladder.Standing.AGREES
+    assert ladder.locate(
+        [later, ladder.Rung("cudagraphs", _value(2))], _value(2)
+    ) == ladder.Location("cudagraphs", True)
+    # Stopped at the failure's iteration: it never saw it, the layer cannot be told.
+    assert later.standing(_value(3)) is ladder.Standing.OTHER
+    assert (
+        ladder.locate([later, ladder.Rung("cudagraphs", _value(3))], _value(3)).untold_by == later
+    )
+    assert "at iteration 3, so it never compared iteration 3" in later.verdict(_value(3))
+
+
+def test_no_rung_showing_the_failure_names_no_layer_and_says_so() -> None:
+    location = ladder.locate([ladder.Rung("eager"), ladder.Rung("aot_eager")], _value())
+    assert location == ladder.Location(None)
+    assert location.summary() == "only the backend under test"
+    assert location.describe(["eager", "aot_eager"]) == (
+        "none below the backend itself (ladder eager -> aot_eager); CUDA-graph path specific: no"
+    )
