@@ -3,8 +3,9 @@
 The JSON report (``--cgraph-report``) is complete but hard to take in at a
 glance; this page shows the same run as a picture: what ran, when each
 distinct failure was first found, how fast each worker checked programs,
-which ops the programs exercised, and every signature with a link to its
-repro file.
+which ops the programs exercised, and every signature with its severity
+(silent first: a wrong value that nothing warns of matters most) and a link
+to its repro file.
 
 The page is self-contained (inline CSS and SVG, no JavaScript, nothing
 fetched), so it can be opened from disk, attached to a CI run or mailed.
@@ -65,6 +66,19 @@ FEATURE_ROWS = 20
 
 #: How many of the least used features are highlighted (ties with the last included).
 LEAST_USED = 5
+
+#: The severities of a finding, worst first: the order a bug list is read in. The
+#: words of ``pytest_cgraph.severity``, spelt here so that rendering stays free of
+#: the package's other modules.
+SEVERITIES = ("silent", "metadata", "crash", "unsupported")
+
+#: What each severity means, as a badge's tooltip.
+SEVERITY_NOTES = {
+    "silent": "wrong values, mutations or gradients, and nothing warns",
+    "metadata": "wrong metadata, aliasing or identity only; the values agree",
+    "crash": "the compiled program raises, hangs or dies where eager runs",
+    "unsupported": "torch says it does not support this yet: a stated limitation, not a bug",
+}
 
 NEW_COLOR = "#c62828"
 KNOWN_COLOR = "#607d8b"
@@ -635,16 +649,87 @@ def _coverage(data: Mapping[str, Any]) -> str:
     )
 
 
+def _severity_rank(severity: Any) -> int:
+    """Where a record's severity sorts: silent first; none (an older report's) last."""
+    return SEVERITIES.index(severity) if severity in SEVERITIES else len(SEVERITIES)
+
+
+def _badge(severity: Any) -> str:
+    """A severity as a coloured badge that says what it means; "—" where a report
+    written before severities were recorded has none."""
+    if severity not in SEVERITIES:
+        return "—"
+    note = html.escape(SEVERITY_NOTES[severity])
+    return f'<span class="badge {severity}" title="{note}">{severity}</span>'
+
+
+def _severity_counts(severities: Iterable[Any], element_id: str, what: str) -> str:
+    """One line counting ``what`` per severity, worst first; nothing without a severity."""
+    seen = list(severities)
+    counted = [(severity, seen.count(severity)) for severity in SEVERITIES if severity in seen]
+    if not counted:
+        return ""
+    parts = " · ".join(f"{_badge(severity)} {_count(count)}" for severity, count in counted)
+    return f'<p class="severities" id="{element_id}">{html.escape(what)}: {parts}</p>'
+
+
+def _known_groups(entries: Iterable[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """The known records, one group per bug of one registry (a record in no bug is a
+    group of its own), silent first, then by bug id and signature."""
+    groups: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
+    for index, entry in enumerate(entries):
+        bug, repro = entry.get("bug"), entry.get("repro")
+        where = str(Path(repro).parent) if isinstance(repro, str) else ""
+        key = ("bug", str(bug), where) if bug else ("signature", str(index))
+        groups.setdefault(key, []).append(entry)
+    return sorted(
+        groups.values(),
+        key=lambda group: (
+            _severity_rank(group[0].get("severity")),
+            not group[0].get("bug"),
+            str(group[0].get("bug") or ""),
+            str(group[0].get("signature")),
+        ),
+    )
+
+
+def _known_row(
+    group: Sequence[Mapping[str, Any]], run_dir: str | None, html_dir: Path | None
+) -> str:
+    """One known bug seen again: its severity, id and title, its signatures, their hits
+    summed and their registry files."""
+    first = group[0]
+    bug = (
+        f"<b>{_text(first.get('bug'))}</b><br>{_text(first.get('title'))}"
+        if first.get("bug")
+        else "—"
+    )
+    counts = [count for entry in group if (count := _number(entry.get("hits"))) is not None]
+    hits = sum(counts) if counts else None
+    return (
+        f"<tr><td>{_badge(first.get('severity'))}</td><td>{bug}</td>"
+        f"<td class='signature'>{'<br>'.join(_text(entry.get('signature')) for entry in group)}"
+        f"</td><td class='n'>{_count(hits)}</td>"
+        f"<td>{'<br>'.join(_link(entry.get('repro'), run_dir, html_dir) for entry in group)}"
+        "</td></tr>"
+    )
+
+
 def _signatures(data: Mapping[str, Any], run_dir: str | None, html_dir: Path | None) -> str:
-    """Every new failure and every known one seen again, each with its repro file."""
-    failures = data.get("failures") or []
+    """Every new failure and every known bug seen again, silent first, each with its
+    severity and repro files."""
+    # A stable sort: each severity's failures stay in the order the report holds.
+    failures = sorted(
+        data.get("failures") or [], key=lambda failure: _severity_rank(failure.get("severity"))
+    )
     hits = data.get("hits") if isinstance(data.get("hits"), dict) else {}
     rows = []
     for failure in failures:
         signature = failure.get("signature")
         count = failure.get("hits", hits.get(signature))
         rows.append(
-            f"<tr><td class='signature'>{_text(signature)}{_program(failure)}</td>"
+            f"<tr><td>{_badge(failure.get('severity'))}</td>"
+            f"<td class='signature'>{_text(signature)}{_program(failure)}</td>"
             f"<td>{_text(failure.get('kind'))}</td><td>{_text(failure.get('family'))}</td>"
             f"<td class='n'>{_text(failure.get('iteration'))}</td>"
             f"<td>{_text(failure.get('place'))}</td><td>{_text(failure.get('layer'))}</td>"
@@ -656,6 +741,7 @@ def _signatures(data: Mapping[str, Any], run_dir: str | None, html_dir: Path | N
         _table(
             "signatures",
             (
+                "severity",
                 "signature",
                 "kind",
                 "family",
@@ -671,22 +757,32 @@ def _signatures(data: Mapping[str, Any], run_dir: str | None, html_dir: Path | N
         if rows
         else '<p class="note" id="signatures">No new failure.</p>'
     )
-    known_rows = [
-        f"<tr><td class='signature'>{_text(entry.get('signature'))}</td>"
-        f"<td class='n'>{_count(entry.get('hits'))}</td>"
-        f"<td>{_link(entry.get('repro'), run_dir, html_dir)}</td></tr>"
-        for entry in data.get("known") or []
-    ]
+    groups = _known_groups(data.get("known") or [])
     if "known" not in data:
         known = _not_recorded("known signatures seen again")
-    elif known_rows:
-        known = _table("known", ("signature", "hits", "repro"), known_rows)
+    elif groups:
+        known = _table(
+            "known",
+            ("severity", "bug", "signature", "hits", "repro"),
+            (_known_row(group, run_dir, html_dir) for group in groups),
+        )
     else:
         known = '<p class="note" id="known">No known signature seen again.</p>'
+    new_counts = _severity_counts(
+        {failure.get("signature"): failure.get("severity") for failure in failures}.values(),
+        "new-severities",
+        "New signatures by severity",
+    )
+    known_counts = _severity_counts(
+        [group[0].get("severity") for group in groups],
+        "known-severities",
+        "Known bugs by severity",
+    )
     return _section(
         "failures",
         "Signatures",
-        f"<h3>New</h3>{new}<h3>Known, seen again (not failures)</h3>{known}",
+        f"<h3>New</h3>{new_counts}{new}"
+        f"<h3>Known, seen again (not failures)</h3>{known_counts}{known}",
     )
 
 
@@ -765,6 +861,10 @@ td.signature{min-width:300px;font-family:ui-monospace,Menlo,Consolas,monospace;f
 word-break:break-all;max-width:520px}
 td.bar{width:30%}td.bar span{display:block;height:10px;background:#90a4ae;border-radius:2px}
 tr.least td{background:#fff3cd}tr.least td.bar span{background:#f0ad4e}
+.badge{display:inline-block;padding:0 6px;border-radius:8px;font-size:12px;font-weight:600;
+color:#fff;background:#90a4ae;white-space:nowrap}
+.badge.silent{background:#c62828}.badge.metadata{background:#ef6c00}
+.badge.crash{background:#546e7a}.badge.unsupported{background:#b0bec5;color:#263238}
 .status{color:#666}.missing{color:#8a6d3b;font-style:italic}.note{color:#666}
 details pre{background:#f6f6f6;padding:6px;overflow-x:auto;font-size:12px;white-space:pre}
 #features{display:grid;grid-template-columns:repeat(auto-fill,minmax(340px,1fr));gap:0 24px}

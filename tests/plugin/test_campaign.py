@@ -177,7 +177,7 @@ def test_broken_backend_from_a_plugin_fails_with_a_shrunk_program(
             "program (mutation):",
             "def program(*",
             "repro (written): cgraph-repros/*.py -- first diverging layer: only the backend *",
-            "failures: * new signature(s), * with a verified repro",
+            "failures: * new signature(s) (*), * with a verified repro",
             "  * (*, mutation, iteration 3, * failing programs): cgraph-repros/*.py",
         ]
     )

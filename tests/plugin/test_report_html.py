@@ -88,3 +88,24 @@ def test_the_ini_key_gives_the_html_path_too(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest(*CAMPAIGN)
     result.assert_outcomes(passed=1)
     assert Path(pytester.path / "from-ini.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_a_new_failure_is_counted_and_shown_by_its_severity(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(DIFFERS)
+    result = pytester.runpytest_subprocess(
+        *CAMPAIGN, "--cgraph-report=r.json", "--cgraph-report-html=r.html"
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "failures: 1 new signature(s) (1 silent), 1 with a verified repro",
+            "  silent: value-output (value, marker, iteration 1, * failing programs): *",
+        ]
+    )
+    data = json.loads((pytester.path / "r.json").read_text())
+    assert [failure["severity"] for failure in data["failures"]] == ["silent"]
+    assert data["new_by_severity"] == {"silent": 1, "metadata": 0, "crash": 0, "unsupported": 0}
+    page = (pytester.path / "r.html").read_text()
+    row = page.split('id="signatures"', 1)[1].split("<tbody><tr>", 1)[1].split("</tr>", 1)[0]
+    assert row.startswith('<td><span class="badge silent"')
+    assert 'id="new-severities"' in page

@@ -364,3 +364,78 @@ def test_rendering_leaves_the_report_unchanged() -> None:
     before = copy.deepcopy(data)
     render_html(data)
     assert data == before
+
+
+def cells(page: str, table_id: str) -> list[list[str]]:
+    """The text of each cell of each body row of the table ``table_id``."""
+    body = page.split(f'id="{table_id}"', 1)[1].split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    return [
+        [" ".join(Page(cell).text).strip() for cell in row.split("</td>")[:-1]]
+        for row in body.split("<tr>")[1:]
+    ]
+
+
+def test_findings_show_their_severity_silent_first_and_known_ones_by_bug() -> None:
+    data = sample()
+    crash = data["failures"][0]
+    crash["severity"] = "crash"
+    data["failures"].append(
+        {**copy.deepcopy(crash), "signature": "value-output", "severity": "silent"}
+    )
+    known = data["known"][0]
+    title = "AOTAutograd: <a no-op> returns an alias"
+    data["known"] = [
+        {**known, "bug": None, "title": None, "severity": "crash"},
+        {
+            **known,
+            "signature": "aliasing-a",
+            "hits": 2,
+            "bug": "alias",
+            "severity": "metadata",
+            "title": title,
+        },
+        {
+            **known,
+            "signature": "aliasing-b",
+            "hits": 3,
+            "bug": "alias",
+            "severity": "metadata",
+            "title": title,
+        },
+    ]
+    page = render_html(data)
+    assert "<th>severity</th>" in page.split('id="signatures"', 1)[1]
+    assert [(row[0], row[1].split()[0]) for row in cells(page, "signatures")] == [
+        ("silent", "value-output"),
+        ("crash", crash["signature"]),
+    ]
+    counts = page.split('id="new-severities"', 1)[1].split("</p>", 1)[0]
+    assert " ".join(Page(counts).text).split() == [
+        ">New",
+        "signatures",
+        "by",
+        "severity:",
+        "silent",
+        "1",
+        "·",
+        "crash",
+        "1",
+    ]
+    # One row per bug, metadata before crash, the bug's hits summed over its signatures.
+    name = Path(known["repro"]).name
+    assert cells(page, "known") == [
+        ["metadata", f"alias {title}", "aliasing-a aliasing-b", "5", f"{name} {name}"],
+        ["crash", "—", known["signature"], "1", name],
+    ]
+    assert "&lt;a no-op&gt;" in page
+    known_counts = page.split('id="known-severities"', 1)[1].split("</p>", 1)[0]
+    assert " ".join(Page(known_counts).text).split()[-5:] == ["metadata", "1", "·", "crash", "1"]
+
+
+def test_a_report_without_severities_still_lists_its_findings() -> None:
+    data = sample()
+    for record in (*data["failures"], *data["known"]):
+        record.pop("severity", None)
+    page = render_html(data)
+    assert data["failures"][0]["signature"] in page and data["known"][0]["signature"] in page
+    assert 'class="badge' not in page and 'id="new-severities"' not in page

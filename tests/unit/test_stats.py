@@ -7,9 +7,11 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import pytest_cgraph
 from pytest_cgraph.failures import Case, Failure, Outcome, ReproResult, ReproStatus, Verdict
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
-from pytest_cgraph.stats import RunStats, summary_lines, write_report
+from pytest_cgraph.registry import read_bugs
+from pytest_cgraph.stats import RunStats, report_data, summary_lines, write_report
 
 WRONG = Difference(Kind.VALUE, 2, Place(Role.OUTPUT, index=0))
 
@@ -71,13 +73,14 @@ def test_the_summary_says_counts_coverage_failures_and_known_bugs() -> None:
     assert "per family: views 2" in lines
     assert "  invalid x1: RuntimeError: shape" in lines
     assert "op coverage: 2/3 ops; least used: sub 0, mul 1, add 2" in lines
-    assert "failures: 1 new signature(s), 1 with a verified repro" in lines
-    assert "  value-output (value, views, iteration 2, 1 failing programs): /r/value-output.py" in (
-        lines
+    assert "failures: 1 new signature(s) (1 silent), 1 with a verified repro" in lines
+    assert (
+        "  silent: value-output (value, views, iteration 2, 1 failing programs): /r/value-output.py"
+        in lines
     )
     assert lines[-2:] == [
         "known: 1 signature(s) seen again, not failures",
-        "  timeout-program (1 failing programs): known/timeout-program.py",
+        "  crash: timeout-program (1 failing programs): known/timeout-program.py",
     ]
 
 
@@ -95,7 +98,7 @@ def test_a_run_of_marked_tests_alone_has_no_campaign_lines() -> None:
     lines = summary_lines(stats, 1.0, ["add"])
     assert lines[0].startswith("programs: 1 checked, 0 invalid")
     assert not any(line.startswith(("per family", "op coverage")) for line in lines)
-    assert "  value-output (value, views, iteration 2, 1 failing programs): " in lines[-1]
+    assert "  silent: value-output (value, views, iteration 2, 1 failing programs): " in lines[-1]
     assert lines[-1].endswith("test_x.py::test_y (no repro)")
 
 
@@ -108,6 +111,149 @@ def test_the_json_report_holds_the_run_and_its_wall_time(tmp_path: Path) -> None
     assert (data["backend"], data["seed"], data["new_signatures"]) == ("aot_eager", 4, 1)
     assert data["failures"][0]["hits"] == 1
     assert data["known"] == [
-        {"signature": "timeout-program", "hits": 1, "repro": "known/timeout-program.py"}
+        {
+            "signature": "timeout-program",
+            "hits": 1,
+            "repro": "known/timeout-program.py",
+            "bug": None,
+            "title": None,
+            "severity": "crash",
+        }
     ]
     assert not path.with_name("report.json.tmp").exists()
+
+
+CALL = Place(Role.COMPILED, name="call")
+#: One difference of each severity, in an order that is not theirs.
+CRASHED = Difference(Kind.CRASH, 1, CALL, exception_type="RuntimeError", message="boom")
+UNSUPPORTED = Difference(
+    Kind.CRASH, 1, CALL, exception_type="RuntimeError", message="set_ is not supported yet"
+)
+ALIASED = Difference(Kind.ALIASING, 1, Place(Role.ALIASING, index=0))
+MUTATED = Difference(Kind.MUTATION, 1, Place(Role.ARGUMENT, name="x"))
+
+
+def found(difference: Difference) -> Failure:
+    case = Case("def program():\n    pass\n", "aot_eager", "cpu", 5, family="views")
+    return Failure(case, difference, ReproResult(ReproStatus.WRITTEN, f"r/{difference.signature}"))
+
+
+def test_new_failures_are_counted_and_listed_by_severity_silent_first() -> None:
+    stats = RunStats()
+    for difference in (UNSUPPORTED, CRASHED, ALIASED, WRONG):
+        stats.count_outcome(Outcome(Verdict.FAIL, difference))
+        stats.failures.append(found(difference))
+    lines = summary_lines(stats, 1.0, [])
+    header = lines.index(
+        "failures: 4 new signature(s) (1 silent, 1 metadata, 1 crash, 1 unsupported by torch), "
+        "4 with a verified repro"
+    )
+    listed = lines[header + 1 : header + 5]
+    assert [line.split(": ", 1)[0] for line in listed] == [
+        "  silent",
+        "  metadata",
+        "  crash",
+        "  unsupported by torch",
+    ]
+    assert listed[0].startswith(f"  silent: {WRONG.signature} (value, views, iteration 2, ")
+    assert listed[3].startswith(f"  unsupported by torch: {UNSUPPORTED.signature} (crash, ")
+    data = report_data(RunStats.from_json(json.loads(json.dumps(stats.to_json()))), 1.0, {})
+    assert [failure["severity"] for failure in data["failures"]] == [
+        "silent",
+        "metadata",
+        "crash",
+        "unsupported",
+    ]
+    assert data["failures"][0]["signature"] == WRONG.signature
+    assert data["new_by_severity"] == {"silent": 1, "metadata": 1, "crash": 1, "unsupported": 1}
+
+
+BUGS = """\
+[[bug]]
+id = "lost-clamp"
+title = "AOTAutograd: a clamp_ after squeeze_ is lost"
+severity = "silent"
+mechanism = "m"
+essential = []
+forms = ["value-output.toml", "mutation-argument.toml"]
+
+[[bug]]
+id = "set-crash"
+title = "Dynamo: set_ of a graph input raises"
+severity = "crash"
+mechanism = "m"
+essential = []
+forms = ["crash.toml"]
+"""
+
+
+def known_stats(directory: Path) -> RunStats:
+    """Known hits of two bugs' three signatures (hits: 2 + 3, and 1) and of one
+    signature in no bug (a crash, 4 hits)."""
+    stats = RunStats()
+    for difference, entry, hits in (
+        (CRASHED, "crash.toml", 1),
+        (WRONG, "value-output.toml", 2),
+        (MUTATED, "mutation-argument.toml", 3),
+        (UNSUPPORTED, "loose.toml", 4),
+    ):
+        for _ in range(hits):
+            stats.count_outcome(Outcome(Verdict.FAIL, difference), str(directory / entry))
+    return stats
+
+
+def test_known_signatures_are_summarised_one_line_per_bug_silent_first(tmp_path: Path) -> None:
+    (tmp_path / "bugs.toml").write_text(BUGS)
+    lines = summary_lines(known_stats(tmp_path), 1.0, [])
+    start = lines.index("known: 4 signature(s) seen again, not failures")
+    assert lines[start + 1 :] == [
+        "  silent: lost-clamp: AOTAutograd: a clamp_ after squeeze_ is lost "
+        f"(2 signature(s), 5 failing programs): {tmp_path / 'bugs.toml'}",
+        "  crash: set-crash: Dynamo: set_ of a graph input raises "
+        f"(1 signature(s), 1 failing programs): {tmp_path / 'bugs.toml'}",
+        f"  unsupported by torch: {UNSUPPORTED.signature} (4 failing programs): "
+        f"{tmp_path / 'loose.toml'}",
+    ]
+
+
+def test_known_records_carry_their_bug_through_workers_and_the_report(tmp_path: Path) -> None:
+    (tmp_path / "bugs.toml").write_text(BUGS)
+    # As an xdist worker sends it, and as the controller merges it.
+    total = RunStats()
+    total.merge(RunStats.from_json(json.loads(json.dumps(known_stats(tmp_path).to_json()))))
+    (tmp_path / "bugs.toml").unlink()  # the controller need not read the worker's files
+    data = report_data(total, 1.0, {})
+    assert [(entry["bug"], entry["severity"], entry["hits"]) for entry in data["known"]] == [
+        ("lost-clamp", "silent", 3),
+        ("lost-clamp", "silent", 2),
+        ("set-crash", "crash", 1),
+        (None, "unsupported", 4),
+    ]
+    assert data["known"][0]["title"] == "AOTAutograd: a clamp_ after squeeze_ is lost"
+    assert data["known"][0]["repro"] == str(tmp_path / "mutation-argument.toml")
+    assert data["known_by_severity"] == {"silent": 1, "metadata": 0, "crash": 1, "unsupported": 1}
+
+
+def test_a_known_entry_the_worker_could_not_read_gets_its_bug_where_it_can_be(
+    tmp_path: Path,
+) -> None:
+    worker = known_stats(tmp_path)  # no bugs file where the worker looked
+    assert worker.to_json()["known"][0]["bug"] is None
+    (tmp_path / "bugs.toml").write_text(BUGS)  # the controller's --cgraph-known directory
+    total = RunStats()
+    total.merge(RunStats.from_json(worker.to_json()))
+    assert {entry["signature"]: entry["bug"] for entry in total.to_json()["known"]} == {
+        CRASHED.signature: "set-crash",
+        WRONG.signature: "lost-clamp",
+        MUTATED.signature: "lost-clamp",
+        UNSUPPORTED.signature: None,
+    }
+
+
+def test_a_baseline_entry_is_known_as_its_bug() -> None:
+    directory = Path(pytest_cgraph.__file__).parent / "known" / "torch-2.13"
+    (bug,) = [bug for bug in read_bugs(directory) if bug.id == "noop-identity-alias"]
+    stats = RunStats()
+    stats.count_outcome(Outcome(Verdict.FAIL, ALIASED), str(directory / bug.forms[0]))
+    (entry,) = stats.to_json()["known"]
+    assert (entry["bug"], entry["title"], entry["severity"]) == (bug.id, bug.title, "metadata")
