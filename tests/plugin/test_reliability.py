@@ -160,7 +160,7 @@ def test_a_failure_that_does_not_replay_is_reported_as_flaky(
         [
             "*value difference at iteration 3*",
             "no repro file (flaky): it failed once, then the same program passed when replayed",
-            "  value-output (value, mutation, iteration 3, *): cgraph::mutation (flaky)",
+            "  silent: value-output (value, mutation, iteration 3, *): cgraph::mutation (flaky)",
         ]
     )
     assert repros(killers) == []
