@@ -323,12 +323,7 @@ def examples_step(work: Path, backend: str, device: str, workers: int, seed: int
         "--cgraph",
         "-m",
         "not cgraph and not deep",  # the examples only, not the campaign items
-        "--cgraph-backend",
-        backend,
-        "--cgraph-device",
-        device,
-        "--cgraph-seed",
-        str(seed),
+        *_run_options(backend, device, seed),
         *_common(step),
         "-v",
         *_xdist(workers),
@@ -349,12 +344,7 @@ def campaign_step(
     step.argv = [
         *_pytest(),
         "--cgraph",
-        "--cgraph-backend",
-        backend,
-        "--cgraph-device",
-        device,
-        "--cgraph-seed",
-        str(seed),
+        *_run_options(backend, device, seed),
         "--cgraph-timeout",
         "60",
         *(["--cgraph-known", str(known)] if known is not None else []),
@@ -364,6 +354,11 @@ def campaign_step(
     ]
     step.extra["workers"] = workers
     return step
+
+
+def _run_options(backend: str, device: str, seed: int) -> list[str]:
+    """What every checking step is told: the backend, the device and the seed."""
+    return ["--cgraph-backend", backend, "--cgraph-device", device, "--cgraph-seed", str(seed)]
 
 
 def _common(step: Step) -> list[str]:
