@@ -318,8 +318,13 @@ def test_a_status_line_shows_the_run_so_far_on_a_terminal_only(
 
 
 def test_a_time_boxed_run_says_how_its_box_was_spent(pytester: pytest.Pytester) -> None:
-    result = campaign(pytester, "--cgraph-families=views,rng", "--cgraph-duration=4s")
-    result.assert_outcomes(passed=2)
+    result = campaign(
+        pytester, "--cgraph-families=views,rng", "--cgraph-duration=4s", "--cgraph-seed=7"
+    )
+    # What a time box draws depends on the clock: a torch difference no entry
+    # claims may fail an item, which says nothing about the box itself.
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 2
     result.stdout.fnmatch_lines(
         ["time box 4 s over 2 campaign item(s) on 1 worker(s): each hunted *-* s; the run took *"]
     )
