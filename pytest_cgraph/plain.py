@@ -374,7 +374,7 @@ def eager_facts(source: str) -> Facts:
 
     from pytest_cgraph.oracle.cloning import clone_arguments, is_stateful_object, named_state
     from pytest_cgraph.oracle.compiling import grad_mode
-    from pytest_cgraph.oracle.engine import _argument_names, _watching_backward
+    from pytest_cgraph.oracle.engine import argument_names, watching_backward
     from pytest_cgraph.oracle.protocol import ProgramSpec, forget_source, load_source
 
     spec = ProgramSpec.of(load_source(source))
@@ -383,7 +383,7 @@ def eager_facts(source: str) -> Facts:
         base = tuple(spec.inputs(1))
         inputs_draw_random = not torch.equal(state, torch.get_rng_state())
         flat, _ = pytree.tree_flatten(base)
-        names = _argument_names(spec.program, base)
+        names = argument_names(spec.program, base)
         expressions: list[str] = []
         for index, value in enumerate(base):
             paths, _ = pytree.tree_flatten_with_path(value)
@@ -418,7 +418,7 @@ def eager_facts(source: str) -> Facts:
         args = pytree.tree_unflatten(copies, pytree.tree_flatten(base)[1])
         torch.manual_seed(1)
         seeded = torch.get_rng_state()
-        with grad_mode(spec.grad_mode), _watching_backward() as watch:
+        with grad_mode(spec.grad_mode), watching_backward() as watch:
             result = spec.program(*args)
         draws_random = not torch.equal(seeded, torch.get_rng_state())
         mutates = any(t._version != v for t, v in zip(observed, versions, strict=True))

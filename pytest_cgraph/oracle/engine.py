@@ -245,7 +245,7 @@ class _BackwardWatch:
 
 
 @contextlib.contextmanager
-def _watching_backward() -> Iterator[_BackwardWatch]:
+def watching_backward() -> Iterator[_BackwardWatch]:
     """Watch the backward passes run inside the block (see :class:`_BackwardWatch`)."""
     from torch.autograd.variable import Variable
 
@@ -344,7 +344,7 @@ def _call_arguments(
     flattened: the leaves, their structure and their names."""
     base = tuple(fresh_args(iteration)) if fresh_args is not None else tuple(args)
     flat, spec = pytree.tree_flatten(base)
-    return flat, spec, _argument_names(fn, base)
+    return flat, spec, argument_names(fn, base)
 
 
 def _confirm_eager(
@@ -490,7 +490,7 @@ def _run_side(
             if side.compiled:
                 result = side.fn(*pytree.tree_unflatten(side.flat, spec))
             else:
-                with _watching_backward() as watch:
+                with watching_backward() as watch:
                     result = side.fn(*pytree.tree_unflatten(side.flat, spec))
                 side.own_backward = watch.freed_graph
         ops.synchronize()
@@ -601,7 +601,7 @@ def _check_retained(
     return None, overwritten
 
 
-def _argument_names(fn: Callable[..., Any], args: tuple[Any, ...]) -> list[str]:
+def argument_names(fn: Callable[..., Any], args: tuple[Any, ...]) -> list[str]:
     """Readable names of the flat arguments: ``x``, ``pair[1]``, ``args[3]``."""
     try:
         parameters = [
