@@ -276,6 +276,10 @@ _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 # Dynamo's "Guard failed on the same frame it was created" quotes the guard
 # and the user code it came from: the program's, not the bug's.
 _GUARD_REASON = re.compile(r"\s*Guard fail reason:.*$")
+# CUDA-graph trees' "accessing tensor output of CUDAGraphs that has been
+# overwritten" quotes where the tensor was made: the program's line, a
+# resumed frame's, or "[Could not find stack trace]"; one mechanism, any line.
+_STACK_TRACE = re.compile(r"\s*Stack trace:.*$")
 
 
 def normalised_message(message: str) -> str:
@@ -284,9 +288,9 @@ def normalised_message(message: str) -> str:
     Tensor type names (``torch.FloatTensor``) become ``TENSOR``, addresses
     ``ADDR``, quoted text ``Q``, shapes and sizes ``SHAPE``, numbered names
     (``primals_1``, ``buf0``, ``v3``) ``NAME``, other numbers ``N``; a
-    guard Dynamo quotes is dropped.
+    guard Dynamo quotes, and the stack trace CUDA-graph trees quote, are dropped.
     """
-    text = _GUARD_REASON.sub("", bug_line(message))
+    text = _STACK_TRACE.sub("", _GUARD_REASON.sub("", bug_line(message)))
     text = _TENSOR_TYPE.sub("TENSOR", text)
     text = _ADDRESS.sub("ADDR", text)
     text = _QUOTED.sub("Q", text)

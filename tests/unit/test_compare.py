@@ -181,6 +181,33 @@ def test_normalisation_blanks_what_varies() -> None:
     assert message_key("") == ""
 
 
+def test_cuda_graph_trees_overwritten_output_is_one_key_wherever_the_tensor_was_made() -> None:
+    # As an H100 run with torch 2.11 saw them: the quoted stack trace is the
+    # program's, a resumed frame's, or none; the mechanism is the same.
+    def overwritten(trace: str) -> str:
+        return (
+            "Error: accessing tensor output of CUDAGraphs that has been overwritten by a "
+            f"subsequent run. Stack trace: {trace}. To prevent overwriting, clone the tensor "
+            "outside of torch.compile() or call torch.compiler.cudagraph_mark_step_begin() "
+            "before each model invocation."
+        )
+
+    keys = {
+        message_key(overwritten(trace))
+        for trace in (
+            'File "<cgraph program 65445101b213>", line 6, in program',
+            'File "<eval_with_key>.774", line 42, in torch_dynamo_resume_in_forward_at_27',
+            "[Could not find stack trace]",
+        )
+    }
+    assert len(keys) == 1
+    # torch's own distinction stays one: a .grad from a backward graph is told apart.
+    grad = overwritten("[Could not find stack trace]").replace(
+        "tensor output", "gradient tensor output"
+    )
+    assert message_key(grad) not in keys
+
+
 def fake_tensor_error(inner: str) -> str:
     return (
         "RuntimeError when making fake tensor call\n"
