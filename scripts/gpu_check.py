@@ -265,8 +265,15 @@ def plan_campaign(wall_s: float, workers: int) -> CampaignPlan:
     return CampaignPlan(shards, round(max(5.0, hunting), 1), shrink)
 
 
+#: Plugins a GPU image may bring that a check must not load: pytest-benchmark
+#: warns that xdist disables it, and the project's ``filterwarnings = error``
+#: (the examples' ini) turns that warning into an internal error of the run.
+UNWANTED_PLUGINS = ("cacheprovider", "benchmark")
+
+
 def _pytest() -> list[str]:
-    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+    blocked = [word for name in UNWANTED_PLUGINS for word in ("-p", f"no:{name}")]
+    return [sys.executable, "-m", "pytest", *blocked]
 
 
 def _run_dir(work: Path, name: str, own_ini: bool) -> Path:

@@ -343,3 +343,29 @@ def test_a_dry_run_plans_every_step_inside_the_budget(tmp_path: Path) -> None:
     assert environment["torch"] == torch.__version__
     assert environment["cuda_available"] == torch.cuda.is_available()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["environment.json"]
+
+
+def test_a_plugin_that_warns_at_configure_is_kept_out_of_every_step(tmp_path: Path) -> None:
+    # pytest-benchmark, on the GPU image, warns at configure time that xdist
+    # disables it; under the project's ``filterwarnings = error`` that ended
+    # the examples' runs with an internal error before any test ran.
+    site = tmp_path / "site"
+    info = site / "warner-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: warner\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pytest11]\nbenchmark = warner\n")
+    (site / "warner.py").write_text(
+        "import warnings\n"
+        "def pytest_configure(config):\n"
+        "    warnings.warn(UserWarning('benchmarks are disabled under xdist'))\n"
+    )
+    (tmp_path / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n")
+    env = dict(os.environ, PYTHONPATH=str(site))
+
+    def exit_code(argv: list[str]) -> int:
+        done = subprocess.run([*argv, "-q"], cwd=tmp_path, env=env, capture_output=True)
+        return done.returncode
+
+    plain = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+    assert exit_code(plain) == 3  # the warning is an internal error
+    assert exit_code(gpu_check._pytest()) == 5  # no tests collected, nothing else
