@@ -12,6 +12,7 @@ subsequent run" error.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import traceback
 import warnings
@@ -597,8 +598,36 @@ def _check_retained(
                 check_layout=False,
             )
             if found is not None:
-                return found.located(k, place, kind=Kind.STALE_OUTPUT), overwritten
+                found = found.located(k, place, kind=Kind.STALE_OUTPUT)
+                later = _returned_again(actual, retained, k)
+                if later is not None:
+                    found = dataclasses.replace(
+                        found,
+                        facet=RETURNED_AGAIN,
+                        detail=f"the compiled side returned this very tensor again at "
+                        f"iteration {later}, so it holds that call's values; "
+                        + (found.detail or ""),
+                    )
+                return found, overwritten
     return None, overwritten
+
+
+#: The facet of a stale output that a later compiled call returned again as
+#: its own output (CUDA-graph trees hand out one cached tensor per output on
+#: every replay): one mechanism, told apart from memory overwritten under a
+#: tensor of its own.
+RETURNED_AGAIN = "returned_again"
+
+
+def _returned_again(
+    tensor: torch.Tensor, retained: list[tuple[list[Any], list[Any]]], iteration: int
+) -> int | None:
+    """The first iteration after ``iteration`` whose compiled outputs include ``tensor``
+    itself (the same object), or ``None``."""
+    for later, (_, compiled_raw) in enumerate(retained[iteration:], start=iteration + 1):
+        if any(output is tensor for output in compiled_raw):
+            return later
+    return None
 
 
 def argument_names(fn: Callable[..., Any], args: tuple[Any, ...]) -> list[str]:

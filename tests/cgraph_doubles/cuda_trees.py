@@ -1,17 +1,26 @@
 """A CPU stand-in for CUDA-graph trees and for CUDA device handling.
 
-``CudaGraphTreesDouble`` mimics the trees' observable contract, so that the
-harness's CUDA-only handling can be tested without a GPU:
+``CudaGraphTreesDouble`` mimics the trees' observable contract, as an H100
+run with torch 2.11 showed it, so that the harness's CUDA-only handling can
+be tested without a GPU:
 
-- call 1 warms up (runs the graph as is);
-- call 2 records: inputs are copied into static buffers, outputs are kept in
-  a static pool;
-- calls 3.. replay: new inputs are copied into the static buffers, the graph
-  writes into the same pool, and outputs of the previous replay are
-  invalidated: reading one raises the documented "overwritten by a
-  subsequent run" error;
+- call 1 warms up (runs the graph as is), call 2 records (inputs are copied
+  into static buffers, outputs are kept in a static pool); each hands out
+  tensors of its own, which the next call (a new generation: the harness
+  marks a step before every call) invalidates: reading one raises the
+  documented "overwritten by a subsequent run" error;
+- calls 3.. replay: new inputs are copied into the static buffers and the
+  graph writes into the same pool; every replay hands out *the same* cached
+  tensor objects (``reconstruct_outputs``' ``cached_tensor_outputs``), so an
+  output kept from an earlier replay silently holds the latest values
+  (pytorch/pytorch#122192), never the error;
 - ``torch.compiler.cudagraph_mark_step_begin()`` is observed through the same
   counter the real trees read.
+
+``cache_replay_outputs=False`` gives the contract the documentation states
+(every replay's outputs are its own and are invalidated by the next), and
+``invalidate=False`` a broken variant whose calls overwrite earlier outputs
+silently under tensors of their own.
 
 ``RecordingCudaOps`` stands in for the runner's CUDA device handling and
 records what it was asked to do.
@@ -59,24 +68,25 @@ class GraphState:
     calls: int = 0
     static_inputs: list[Any] = field(default_factory=list)
     pool: list[torch.Tensor] = field(default_factory=list)
-    handed_out: list[weakref.ref[PoolOutput]] = field(default_factory=list)
+    #: The tensors every replay hands out again (real trees' cached outputs).
+    cached: list[PoolOutput] = field(default_factory=list)
 
 
 class CudaGraphTreesDouble:
-    """A ``torch.compile`` backend with the replay semantics of CUDA-graph trees.
-
-    ``invalidate_on_replay=False`` gives the broken variant whose replays
-    overwrite earlier outputs silently.
-    """
+    """A ``torch.compile`` backend with the replay semantics of CUDA-graph trees."""
 
     uses_cudagraphs = True
 
-    def __init__(self, invalidate_on_replay: bool = True) -> None:
+    def __init__(self, cache_replay_outputs: bool = True, invalidate: bool = True) -> None:
         self.__name__ = "cudagraph_trees_double"
-        self.invalidate_on_replay = invalidate_on_replay
+        self.cache_replay_outputs = cache_replay_outputs
+        self.invalidate = invalidate
         self.step_marks_seen: list[int] = []
         self.replays = 0
         self.recordings = 0
+        #: Outputs the last call handed out of its own, across graphs: as the
+        #: real trees' generations, any next call invalidates them.
+        self.handed_out: list[weakref.ref[PoolOutput]] = []
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
         graph = GraphState()
@@ -84,34 +94,50 @@ class CudaGraphTreesDouble:
         def run(*args: Any) -> Any:
             graph.calls += 1
             self.step_marks_seen.append(MarkStepBox.mark_step_counter)
+            self._invalidate()  # a new generation: earlier outputs are overwritten
             if graph.calls == WARMUP:
-                return gm.forward(*args)
+                # Outputs that are inputs stay the inputs: only fresh memory is the pool's.
+                outputs = _run(gm, args)
+                fresh = [o for o in outputs if not any(o is a for a in args)]
+                handed = iter(self._hand_out(fresh))
+                return tuple(o if any(o is a for a in args) else next(handed) for o in outputs)
             if graph.calls == RECORD:
                 self.recordings += 1
                 graph.static_inputs = [_static_copy(a) for a in args]
             else:
                 self.replays += 1
-                self._invalidate(graph)
                 _copy_all(graph.static_inputs, args)
-            outputs = as_tuple(gm.forward(*graph.static_inputs))
+            outputs = _run(gm, graph.static_inputs)
             _copy_all(args, graph.static_inputs)  # mutated inputs are written back
             if graph.calls == RECORD:
                 graph.pool = [o.detach().clone() for o in outputs]
-            else:
-                _copy_all(graph.pool, outputs)
-            handed = [buffer.as_subclass(PoolOutput) for buffer in graph.pool]
-            graph.handed_out = [weakref.ref(h) for h in handed]
-            return tuple(handed)
+                return self._hand_out(graph.pool)
+            _copy_all(graph.pool, outputs)
+            if not self.cache_replay_outputs:
+                return self._hand_out(graph.pool)
+            if not graph.cached:
+                graph.cached = [buffer.as_subclass(PoolOutput) for buffer in graph.pool]
+            self.handed_out = []  # cached outputs are live: the next replay reuses them
+            return tuple(graph.cached)
 
         return run
 
-    def _invalidate(self, graph: GraphState) -> None:
-        if not self.invalidate_on_replay:
+    def _hand_out(self, buffers: Sequence[torch.Tensor]) -> tuple[Any, ...]:
+        handed = [buffer.as_subclass(PoolOutput) for buffer in buffers]
+        self.handed_out = [weakref.ref(h) for h in handed]
+        return tuple(handed)
+
+    def _invalidate(self) -> None:
+        if not self.invalidate:
             return
-        for ref in graph.handed_out:
+        for ref in self.handed_out:
             out = ref()
             if out is not None:
                 out.stale = True
+
+
+def _run(gm: torch.fx.GraphModule, args: Sequence[Any]) -> tuple[Any, ...]:
+    return as_tuple(gm.forward(*args))
 
 
 @torch.no_grad()

@@ -13,6 +13,7 @@ from pytest_cgraph import EquivalenceError, check_equivalent
 from pytest_cgraph.backends import resolve_backend
 from pytest_cgraph.oracle import compiling
 from pytest_cgraph.oracle.difference import Kind, Place, Role
+from pytest_cgraph.oracle.engine import RETURNED_AGAIN, check_source
 from pytest_cgraph.runner import CheckSettings, run_check
 
 
@@ -25,27 +26,56 @@ def affine(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return x * y + 1
 
 
-def test_replays_from_the_static_pool_and_outputs_are_invalidated() -> None:
+def test_replays_hand_out_one_cached_tensor_so_a_kept_output_is_silently_stale() -> None:
+    # As real trees do (pytorch/pytorch#122192): an output kept from the first
+    # replay is the very tensor the last replay returned, holding its values.
     trees = CudaGraphTreesDouble()
+    with pytest.raises(EquivalenceError) as caught:
+        check_equivalent(affine, fresh_args=fresh_pair, backend=trees)
+    difference = caught.value.difference
+    assert (trees.recordings, trees.replays) == (1, 3)
+    assert difference.kind is Kind.STALE_OUTPUT
+    assert difference.place == Place(Role.RETAINED, index=0, iteration=3)
+    assert difference.facet == RETURNED_AGAIN
+    assert difference.signature == "stale_output-retained-returned_again"
+    assert "returned this very tensor again at iteration 4" in (difference.detail or "")
+
+
+def test_outputs_invalidated_by_the_next_call_are_the_documented_overwrite() -> None:
+    trees = CudaGraphTreesDouble(cache_replay_outputs=False)
     report = check_equivalent(affine, fresh_args=fresh_pair, backend=trees)
     assert (trees.recordings, trees.replays) == (1, 3)
-    # Outputs of calls 2, 3 and 4 were overwritten by the next replay and say
-    # so when re-read; call 1 was a warm-up and call 5 is the latest.
-    assert report.outputs_overwritten == 3
+    # Outputs of calls 1 to 4 were overwritten by the next call and say so
+    # when re-read; call 5's are the latest.
+    assert report.outputs_overwritten == 4
+
+
+def test_kept_outputs_the_same_across_calls_are_no_difference() -> None:
+    # A persistent program returns the same values every call: the cached
+    # tensor's latest values are the kept ones, so nothing is stale.
+    trees = CudaGraphTreesDouble()
+    x, y = fresh_pair(1)
+    report = check_equivalent(affine, x, y, backend=trees)
+    assert trees.replays == 3
+    assert report.outputs_overwritten == 2  # the warm-up's and the recording's
 
 
 def test_silent_overwrite_of_retained_outputs_is_a_failure() -> None:
     with pytest.raises(EquivalenceError) as caught:
         check_equivalent(
-            affine, fresh_args=fresh_pair, backend=CudaGraphTreesDouble(invalidate_on_replay=False)
+            affine,
+            fresh_args=fresh_pair,
+            backend=CudaGraphTreesDouble(cache_replay_outputs=False, invalidate=False),
         )
     assert caught.value.difference.kind is Kind.STALE_OUTPUT
     assert caught.value.difference.iteration == 2
     assert caught.value.difference.place == Place(Role.RETAINED, index=0, iteration=2)
+    # Memory overwritten under a tensor of its own: not the cached-tensor mechanism.
+    assert caught.value.difference.facet is None
 
 
 def test_a_step_is_marked_before_every_compiled_call() -> None:
-    trees = CudaGraphTreesDouble()
+    trees = CudaGraphTreesDouble(cache_replay_outputs=False)
     check_equivalent(affine, fresh_args=fresh_pair, backend=trees)
     marks = trees.step_marks_seen
     assert len(marks) == 5
@@ -57,14 +87,15 @@ def test_input_mutations_survive_static_input_copies() -> None:
         y.add_(3)
         return x * y
 
-    trees = CudaGraphTreesDouble()
+    trees = CudaGraphTreesDouble(cache_replay_outputs=False)
     check_equivalent(mutate, torch.randn(3), torch.randn(3), backend=trees)
     assert trees.replays == 3
 
 
 def test_cuda_ops_seed_both_sides_alike_and_synchronize_before_reading() -> None:
     ops = RecordingCudaOps()
-    settings = CheckSettings(backend=resolve_backend(CudaGraphTreesDouble()), iters=4, ops=ops)
+    trees = CudaGraphTreesDouble(cache_replay_outputs=False)
+    settings = CheckSettings(backend=resolve_backend(trees), iters=4, ops=ops)
     run_check(affine, (), fresh_pair, settings)
     # eager then compiled, the same seed, a new seed each iteration
     assert ops.seeds == [1, 1, 2, 2, 3, 3, 4, 4]
@@ -109,3 +140,33 @@ def test_cpu_seeding_seeds_every_device_where_another_exists(
 def test_this_machine_has_no_generator_but_the_cpu_and_asking_initialises_nothing() -> None:
     assert compiling.only_cpu_generators() is not torch.cuda.is_available()
     assert not torch.cuda.is_initialized()
+
+
+FED_BACK = """
+import torch
+
+
+def program(a0):
+    return (a0 + 2,)
+
+
+def inputs(k):
+    return (torch.ones(3),)
+
+
+def advance(k, args, outputs):
+    return (outputs[0],)
+"""
+
+
+def test_an_output_fed_back_into_the_next_call_meets_the_documented_overwrite() -> None:
+    # The H100 run's feedback programs: the next call starts a new generation,
+    # which invalidates the warm-up's output that is now its argument.
+    with pytest.raises(EquivalenceError) as caught:
+        check_source(FED_BACK, backend=resolve_backend(CudaGraphTreesDouble()))
+    difference = caught.value.difference
+    assert (difference.kind, difference.iteration) == (Kind.CRASH, 2)
+    # The H100 run met it in both phases: wherever the stale argument is first read.
+    assert difference.place.role is Role.COMPILED
+    assert difference.place.name in ("compiled call", "reading outputs")
+    assert compiling.OVERWRITTEN_OUTPUT_MESSAGE in (difference.message or "")
