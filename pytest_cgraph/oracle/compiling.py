@@ -81,9 +81,16 @@ class DeviceOps(Protocol):
     def manual_seed(self, seed: int) -> None:
         """Seed every random stream the program may draw from."""
 
+    @property
+    def grads_in_graph_pool(self) -> bool:
+        """Whether a CUDA-graph backend's backward leaves ``.grad`` in its graph pool."""
+
 
 class CpuOps:
     """CPU kernels are synchronous; seeding torch's default generator suffices."""
+
+    #: Nothing is captured on CPU: a grad is memory of its own.
+    grads_in_graph_pool = False
 
     def synchronize(self) -> None:
         """Nothing is queued on CPU."""
@@ -123,6 +130,9 @@ class CudaOps:
     """Synchronise before reading, and seed the CUDA generators explicitly."""
 
     device: torch.device
+    #: A leaf's first ``.grad`` is the captured backward's output, in the
+    #: trees' pool, invalidated by the next call's generation (see the engine).
+    grads_in_graph_pool = True
 
     def synchronize(self) -> None:
         """Block until ``device`` has finished everything queued."""

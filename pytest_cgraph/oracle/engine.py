@@ -12,7 +12,6 @@ subsequent run" error.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import inspect
 import traceback
 import warnings
@@ -113,6 +112,9 @@ class CheckReport:
     skip_reasons: dict[str, int]
     outputs_overwritten: int
     tensor_outputs: int = 0
+    #: Kept outputs a later compiled call returned again (CUDA-graph trees'
+    #: cached replay outputs): overwritten as documented, without the error.
+    outputs_returned_again: int = 0
     #: The type of what the function returned (eager, first call).
     returned: str = ""
 
@@ -314,12 +316,12 @@ def _iterate(
             if difference is not None:
                 raise EquivalenceError(difference, _context(settings, device))
             retained.append((eager_raw, compiled_raw))
-            if advance is not None and k < settings.iters:
+            if k < settings.iters:
                 for side, raw in ((eager, eager_raw), (compiled, compiled_raw)):
-                    side.flat = _advanced(advance, k, side.flat, spec, raw)
+                    _between_calls(side, advance, k, spec, raw, settings, ops)
         assert ops is not None
         ops.synchronize()
-        difference, overwritten = _check_retained(retained, settings)
+        difference, overwritten, reused = _check_retained(retained, settings)
         retained.clear()
         if difference is not None:
             raise EquivalenceError(difference, _context(settings, device))
@@ -333,6 +335,7 @@ def _iterate(
         graphs_skipped=evidence.skips,
         skip_reasons=dict(evidence.skip_reasons),
         outputs_overwritten=overwritten,
+        outputs_returned_again=reused,
         tensor_outputs=tensor_outputs,
         returned=returned,
     )
@@ -376,8 +379,8 @@ def _confirm_eager(
         again, raw = _run_eager_side(side, spec, names, k, settings, ops)
         if again.error is not None:
             raise EagerDisagrees(k, f"it raised {type(again.error).__name__} this time")
-        if advance is not None and k < iteration:
-            side.flat = _advanced(advance, k, side.flat, spec, raw)
+        if k < iteration:
+            _between_calls(side, advance, k, spec, raw, settings, ops)
     differs = compare_iteration(seen, again, iteration, settings.tolerance)
     if differs is not None:
         raise EagerDisagrees(iteration, differs.headline())
@@ -450,8 +453,8 @@ class _Float64Reference:
             self._usable = False
             return
         self._seen.append(seen)
-        if self._advance is not None and k < settings.iters:
-            self._side.flat = _advanced(self._advance, k, self._side.flat, self._spec, raw)
+        if k < settings.iters:
+            _between_calls(self._side, self._advance, k, self._spec, raw, settings, ops)
 
 
 def _generator_states() -> list[torch.Tensor]:
@@ -553,6 +556,24 @@ def _observe_outputs(
     observation.aliasing = describe_aliasing(flat_out, arguments)
 
 
+def _between_calls(
+    side: _Side,
+    advance: Advance | None,
+    k: int,
+    spec: pytree.TreeSpec,
+    raw: list[Any],
+    settings: CheckSettings,
+    ops: DeviceOps,
+) -> None:
+    """What happens to one side's arguments between call ``k`` and the next, the same
+    in every run of a side: the program's ``advance``, then, where a CUDA-graph
+    backward leaves grads in its pool, the check's own grads dropped."""
+    if advance is not None:
+        side.flat = _advanced(advance, k, side.flat, spec, raw)
+    if settings.backend.uses_cudagraphs and ops.grads_in_graph_pool and not side.own_backward:
+        _drop_check_grads(side.flat)
+
+
 def _advanced(
     advance: Advance, k: int, flat_args: list[Any], spec: pytree.TreeSpec, outputs: list[Any]
 ) -> list[Any]:
@@ -573,9 +594,18 @@ def _failed(observation: Observation, exc: Exception, phase: str) -> Observation
 
 def _check_retained(
     retained: list[tuple[list[Any], list[Any]]], settings: CheckSettings
-) -> tuple[Difference | None, int]:
-    """Re-read every output kept from every iteration; count documented overwrites."""
-    overwritten = 0
+) -> tuple[Difference | None, int, int]:
+    """Re-read every output kept from every iteration: the first difference, and how many
+    outputs were overwritten as documented, with the error or by being returned again.
+
+    CUDA-graph trees overwrite an earlier call's outputs (documented: clone
+    what you keep). Warm-up and recording outputs then raise the documented
+    error; a replay's outputs are the very tensors the next replay returns
+    (``cached_tensor_outputs``), so they hold its values without one
+    (pytorch/pytorch#122192). Both are the documented overwrite, counted; a
+    kept output that changed under a tensor of its own is a stale output.
+    """
+    overwritten = reused = 0
     for k, (eager_raw, compiled_raw) in enumerate(retained, start=1):
         for index, (expected, actual) in enumerate(zip(eager_raw, compiled_raw, strict=True)):
             if not isinstance(expected, torch.Tensor) or not isinstance(actual, torch.Tensor):
@@ -589,7 +619,7 @@ def _check_retained(
                     continue
                 failed = _failed(Observation(), exc, "re-read")
                 crash = crash_difference(exc, failed.traceback, k, "re-read")
-                return crash, overwritten
+                return crash, overwritten, reused
             found = compare_values(
                 TensorSnapshot.of(expected),
                 now,
@@ -597,37 +627,46 @@ def _check_retained(
                 Kind.STALE_OUTPUT,
                 check_layout=False,
             )
-            if found is not None:
-                found = found.located(k, place, kind=Kind.STALE_OUTPUT)
-                later = _returned_again(actual, retained, k)
-                if later is not None:
-                    found = dataclasses.replace(
-                        found,
-                        facet=RETURNED_AGAIN,
-                        detail=f"the compiled side returned this very tensor again at "
-                        f"iteration {later}, so it holds that call's values; "
-                        + (found.detail or ""),
-                    )
-                return found, overwritten
-    return None, overwritten
+            if found is None:
+                continue
+            if _returned_again(actual, retained, k, COMPILED_SIDE) and not _returned_again(
+                expected, retained, k, EAGER_SIDE
+            ):
+                reused += 1
+                continue
+            return found.located(k, place, kind=Kind.STALE_OUTPUT), overwritten, reused
+    return None, overwritten, reused
 
 
-#: The facet of a stale output that a later compiled call returned again as
-#: its own output (CUDA-graph trees hand out one cached tensor per output on
-#: every replay): one mechanism, told apart from memory overwritten under a
-#: tensor of its own.
-RETURNED_AGAIN = "returned_again"
+#: Positions of each side's outputs in a retained pair.
+EAGER_SIDE, COMPILED_SIDE = 0, 1
 
 
 def _returned_again(
-    tensor: torch.Tensor, retained: list[tuple[list[Any], list[Any]]], iteration: int
-) -> int | None:
-    """The first iteration after ``iteration`` whose compiled outputs include ``tensor``
-    itself (the same object), or ``None``."""
-    for later, (_, compiled_raw) in enumerate(retained[iteration:], start=iteration + 1):
-        if any(output is tensor for output in compiled_raw):
-            return later
-    return None
+    tensor: torch.Tensor, retained: list[tuple[list[Any], list[Any]]], iteration: int, side: int
+) -> bool:
+    """Whether ``side``'s outputs of an iteration after ``iteration`` include ``tensor``
+    itself, the same object."""
+    return any(output is tensor for outputs in retained[iteration:] for output in outputs[side])
+
+
+def _drop_check_grads(flat: Sequence[Any]) -> None:
+    """Set ``.grad`` to ``None`` on the leaves among (and inside) the arguments.
+
+    On CUDA a CUDA-graph backend's backward leaves a leaf's first ``.grad``
+    in its graph pool; the next call's generation invalidates it, and a
+    backward accumulating into it raises (pytorch/pytorch#169545; torch
+    2.13's message: "set .grad to None before each backward"). The check's
+    own backward is the check's, not the program's, so its grads follow that
+    documented usage on both sides, as ``optimizer.zero_grad()`` leaves them:
+    each iteration's are compared and none accumulates across calls. A
+    program that runs a backward of its own keeps its grads as it wrote them.
+    """
+    for value in flat:
+        tensors = value.parameters() if isinstance(value, torch.nn.Module) else (value,)
+        for tensor in tensors:
+            if isinstance(tensor, torch.Tensor) and tensor.is_leaf and tensor.grad is not None:
+                tensor.grad = None
 
 
 def argument_names(fn: Callable[..., Any], args: tuple[Any, ...]) -> list[str]:

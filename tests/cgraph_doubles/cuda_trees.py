@@ -13,7 +13,8 @@ be tested without a GPU:
   graph writes into the same pool; every replay hands out *the same* cached
   tensor objects (``reconstruct_outputs``' ``cached_tensor_outputs``), so an
   output kept from an earlier replay silently holds the latest values
-  (pytorch/pytorch#122192), never the error;
+  (pytorch/pytorch#122192), never the error (the harness counts it as the
+  documented overwrite);
 - ``torch.compiler.cudagraph_mark_step_begin()`` is observed through the same
   counter the real trees read.
 
@@ -157,6 +158,7 @@ class RecordingCudaOps:
 
     synchronizations: int = 0
     seeds: list[int] = field(default_factory=list)
+    grads_in_graph_pool = True
 
     def synchronize(self) -> None:
         self.synchronizations += 1
