@@ -70,7 +70,8 @@ def test_optimizer_step_between_calls(cgraph):
     optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
 
     def step(net, optimizer):
-        loss = net(torch.ones(3, 4)).sum()
+        # The input is made beside the weights: the check moves them to its device.
+        loss = net(torch.ones(3, 4, device=net.weight.device)).sum()
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=False)

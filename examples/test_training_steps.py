@@ -134,8 +134,9 @@ def test_evaluation_under_no_grad_after_the_step(model, sgd, batch):
 @pytest.mark.parametrize("lr", [0.01, 0.1])
 def test_a_hand_written_update_of_plain_tensors(batch, lr):
     x, y = batch
-    w = torch.zeros(4, 1, requires_grad=True)
-    b = torch.zeros(1, requires_grad=True)
+    # Made beside the data: under --cgraph-device cuda the batch is moved there.
+    w = torch.zeros(4, 1, device=x.device, requires_grad=True)
+    b = torch.zeros(1, device=x.device, requires_grad=True)
     loss = ((x @ w + b - y) ** 2).mean()
     loss.backward()
     with torch.no_grad():
