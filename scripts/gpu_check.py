@@ -644,9 +644,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="replay a baseline here first and use what reproduces as known (auto: only on "
         "a torch with no shipped baseline, where the nearest one is replayed)",
     )
+    parser.add_argument(
+        "--steps",
+        default="recheck,examples,campaign",
+        help="the kinds of step to run, comma-separated (a short lease: examples alone)",
+    )
     parser.add_argument("--work", type=Path, default=None, help="work directory (kept)")
     parser.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
     args = parser.parse_args(argv)
+    kinds = {kind.strip() for kind in args.steps.split(",") if kind.strip()}
+    if not kinds or not kinds <= set(WEIGHTS):
+        parser.error(f"--steps takes some of {', '.join(WEIGHTS)}, got {args.steps!r}")
 
     started = time.monotonic()
     budget = args.minutes * 60.0
@@ -685,10 +693,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         known.mkdir(exist_ok=True)  # empty unless the re-check runs and entries reproduce
 
     steps: list[Step] = []
-    if to_recheck is not None:
+    if to_recheck is not None and "recheck" in kinds:
         steps.append(recheck_step(work, to_recheck, workers))
-    steps += [examples_step(work, b, device, workers, args.seed) for b in BACKENDS]
-    steps += [campaign_step(work, b, device, workers, args.seed, known) for b in BACKENDS]
+    if "examples" in kinds:
+        steps += [examples_step(work, b, device, workers, args.seed) for b in BACKENDS]
+    if "campaign" in kinds:
+        steps += [campaign_step(work, b, device, workers, args.seed, known) for b in BACKENDS]
 
     planned = 0.0  # a dry run's clock: each step as if it used its whole bound
     for index, step in enumerate(steps):

@@ -369,3 +369,24 @@ def test_a_plugin_that_warns_at_configure_is_kept_out_of_every_step(tmp_path: Pa
     plain = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
     assert exit_code(plain) == 3  # the warning is an internal error
     assert exit_code(gpu_check._pytest()) == 5  # no tests collected, nothing else
+
+
+def test_a_short_lease_can_plan_the_examples_alone(tmp_path: Path) -> None:
+    def planned(*steps: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable,
+                str(REPO / "scripts" / "gpu_check.py"),
+                *("--out", str(tmp_path), "--minutes", "3", "--dry-run", *steps),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    done = planned("--steps", "examples")
+    names = [line.split("] ", 1)[1].split(":", 1)[0] for line in done.stdout.splitlines()]
+    assert names == ["examples-cudagraphs", "examples-reduce-overhead"]
+    wrong = planned("--steps", "examples,benchmarks")
+    assert wrong.returncode == 2
+    assert "--steps takes some of recheck, examples, campaign" in wrong.stderr
