@@ -13,7 +13,8 @@ from __future__ import annotations
 import enum
 import re
 
-from pytest_cgraph.oracle.difference import Difference, Kind
+from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
+from pytest_cgraph.repro_files import BASE_SIGNATURE, header_value
 
 
 class Severity(str, enum.Enum):
@@ -70,3 +71,20 @@ def severity_of(difference: Difference) -> Severity:
 def worst(severities: list[Severity]) -> Severity:
     """The worst of ``severities`` (by :data:`ORDER`): what a bug of several forms is filed as."""
     return min(severities, key=ORDER.index)
+
+
+_KINDS = {kind.value.replace(" ", "_"): kind for kind in Kind}
+
+
+def severity_of_entry(text: str) -> Severity:
+    """The severity of the failure an entry (or repro file) was recorded for: its kind
+    from its base signature, and a crash's wording from its header's failure line.
+
+    What a bugs file's severity is checked against, and recomputed from when
+    a baseline is derived with fewer forms.
+    """
+    signature = header_value(text, BASE_SIGNATURE) or ""
+    kind = _KINDS[signature.split("-")[0]]
+    message = header_value(text, "# failure: ") if kind is Kind.CRASH else None
+    place = Place(Role.COMPILED, name="call")
+    return severity_of(Difference(kind, 1, place, exception_type="E", message=message))

@@ -25,8 +25,7 @@ from pytest_cgraph.registry import (
     read_entry,
     registry_files,
 )
-from pytest_cgraph.repro_files import BASE_SIGNATURE, header_value
-from pytest_cgraph.severity import Severity, severity_of, worst
+from pytest_cgraph.severity import severity_of_entry, worst
 from pytest_cgraph.strategies.templates import TEMPLATES
 
 BASELINES = sorted(path for path in BASELINE_ROOT.glob("torch-*") if (path / BUGS_FILE).exists())
@@ -52,23 +51,12 @@ def test_each_form_makes_its_bug_s_essential_calls(directory: Path) -> None:
         assert entry.claims(entry.ops), (entry.path.name, entry.essential, sorted(entry.ops))
 
 
-_KINDS = {kind.value.replace(" ", "_"): kind for kind in Kind}
-
-
-def _severity_of_entry(path: Path) -> Severity:
-    """What :func:`severity_of` says of the failure an entry was recorded for (its kind,
-    from the signature; a crash's message, from its header's failure line)."""
-    text = path.read_text()
-    kind = _KINDS[header_value(text, BASE_SIGNATURE).split("-")[0]]
-    message = header_value(text, "# failure: ") if kind is Kind.CRASH else None
-    place = Place(Role.COMPILED, name="call")
-    return severity_of(Difference(kind, 1, place, exception_type="E", message=message))
-
-
 @pytest.mark.parametrize("directory", BASELINES, ids=[path.name for path in BASELINES])
 def test_a_bug_s_severity_is_the_worst_of_its_forms(directory: Path) -> None:
     for bug in read_bugs(directory):
-        assert bug.severity == worst([_severity_of_entry(directory / f) for f in bug.forms]), bug.id
+        assert bug.severity == worst(
+            [severity_of_entry((directory / f).read_text()) for f in bug.forms]
+        ), bug.id
 
 
 TORCH_2_13 = BASELINE_ROOT / "torch-2.13"
