@@ -998,6 +998,8 @@ class PlainResult:
     verdict: str
     control: str = "eager"
     attempts: list[str] = field(default_factory=list)
+    #: What the verified script printed on the finding's backend: actual against expected.
+    observed: str = ""
 
     @property
     def lines(self) -> int:
@@ -1085,7 +1087,7 @@ def make_plain(path: Path, verify: bool = True) -> PlainResult:
         if difference is not None and difference.signature != finding.signature:
             # The script shows what the harness sees now, which is worth saying.
             verdict += f" (the harness now sees {difference.signature})"
-        return PlainResult(finding, text, True, verdict, control_name, attempts)
+        return PlainResult(finding, text, True, verdict, control_name, attempts, failing.output)
     why = attempts[-1] if attempts else "no plan"
     # The first script stays with an unverified result, for a reader to mend; the
     # command never prints it as a finding's script.
@@ -1097,6 +1099,102 @@ def _plan_words(plan: Plan) -> str:
     words += [("each side's own backward" if plan.dynamic else "backward")] if plan.backward else []
     words += ["seeded"] if plan.seed else []
     return ", ".join(words)
+
+
+# ------------------------------------------------------------- ready to file
+
+#: The component a first diverging layer names, as PyTorch's tracker files it.
+COMPONENTS = {
+    "eager": "Dynamo",
+    "aot_eager": "AOTAutograd",
+    "aot_eager_default_partitioner": "AOTAutograd (partitioner)",
+    "aot_eager_decomp_partition": "Inductor decompositions",
+    "inductor": "Inductor",
+    "cudagraphs": "cudagraphs backend",
+    "reduce-overhead": "CUDA graph trees",
+}
+#: Lines of a script's output quoted in a report (its head: the values printed).
+OBSERVED_LINES = 30
+
+
+def _bug_of(path: Path) -> Any:
+    """The bug of its directory's bugs file that ``path`` is a form of, if any."""
+    from pytest_cgraph.registry import read_bugs
+
+    try:
+        return next((bug for bug in read_bugs(path.parent) if path.name in bug.forms), None)
+    except ValueError:  # a bugs file that does not parse names no bug
+        return None
+
+
+def versions() -> str:
+    """``python -m torch.utils.collect_env``'s text, what PyTorch's template asks for."""
+    try:
+        from torch.utils.collect_env import get_pretty_env_info
+
+        return get_pretty_env_info()
+    except Exception as error:  # collect_env shells out; keep the report whole without it
+        import platform
+
+        import torch
+
+        return (
+            f"(collect_env failed: {type(error).__name__})\nPyTorch version: {torch.__version__}\n"
+            f"Python version: {platform.python_version()}\nOS: {platform.platform()}"
+        )
+
+
+def ready_to_file(path: Path, result: PlainResult | None = None) -> str:
+    """A Markdown report in the layout of PyTorch's bug template, from the finding in
+    ``path`` and its verified plain script: a title, what differs, the script, what it
+    printed on the backend, the layers that diverge, the versions. ``None`` script: the
+    report says why and shows the harness's program instead."""
+    result = result or make_plain(path)
+    finding = result.finding
+    text = path.read_text(errors="replace")
+    failure = (header_value(text, "# failure: ") or finding.signature).strip()
+    ladder = (header_value(text, "# first diverging layer: ") or "not located").strip()
+    component = COMPONENTS.get(finding.layer or "", finding.layer or "torch.compile")
+    title = f"[{component}] torch.compile(backend={finding.backend!r}) differs: {failure}"
+    known = _bug_of(path)
+    analysis = ""
+    if known is not None:
+        title = f"[{component}] {known.title}"
+        analysis = f"What seems to happen: {' '.join(known.mechanism.split())}\n\n"
+    if result.verified and result.script:
+        observed = "\n".join(result.observed.strip().splitlines()[:OBSERVED_LINES])
+        body = (
+            f"The script runs the function eagerly and under `torch.compile(backend="
+            f"{finding.backend!r})`, each from its own copy of the inputs, and asserts they "
+            f"agree. It fails on `{finding.backend}` and passes on "
+            f"{'`' + result.control + '`' if result.control != 'no compile' else 'plain eager'}"
+            f" ({result.lines} lines).\n\n```python\n{result.script.rstrip()}\n```\n\n"
+            f"Output on `{finding.backend}` (the eager values are the expected ones):\n\n"
+            f"```\n{observed}\n```\n"
+        )
+    else:
+        body = (
+            f"No plain script verified ({result.verdict}); the program as the harness "
+            f"ran it (`program(*inputs(k))` for k = 1, 2, ...):\n\n"
+            f"```python\n{finding.source.rstrip()}\n```\n"
+        )
+    return f"""### Title
+
+{title}
+
+### 🐛 Describe the bug
+
+{failure}, on the `{finding.device}` device.
+
+{analysis}{body}
+First diverging layer: {ladder}.
+
+### Versions
+
+```
+{versions().rstrip()}
+```
+"""
 
 
 # ------------------------------------------------------------------------ CLI
@@ -1114,9 +1212,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-verify", action="store_true", help="give the first script without running it"
     )
+    parser.add_argument(
+        "--issue", action="store_true", help="print a report ready to file on PyTorch's tracker"
+    )
     options = parser.parse_args(argv)
     with contextlib.redirect_stdout(sys.stderr):  # torch's notices stay off the script
         result = make_plain(options.path, verify=not options.no_verify)
+    if options.issue:
+        with contextlib.redirect_stdout(sys.stderr):
+            report = ready_to_file(options.path, result)
+        sys.stdout.write(report)
+        return 0 if result.verified else 1
     # A script that did not verify is never given as the finding's script.
     if result.script is not None and (result.verified or options.no_verify):
         if options.out is not None:
@@ -1129,7 +1235,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if result.verified else 1
 
 
-__all__ = ["Finding", "PlainResult", "Unsupported", "main", "make_plain"]
+__all__ = ["Finding", "PlainResult", "Unsupported", "main", "make_plain", "ready_to_file"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -208,6 +208,26 @@ a repro file) and run `python FILE` (exit 1 while the bug is there) or
 """
 
 
+def _ready_to_file(case: ReproCase, backend: str) -> str | None:
+    """The report with a plain torch script, where pytest-cgraph is installed beside
+    this file (its plain-script writer is no part of the pasted oracle); ``None``
+    otherwise, or for another backend than the file's, or where no script verifies."""
+    script = getattr(sys.modules.get("__main__"), "__file__", None)
+    if backend != case.backend or script is None:
+        return None
+    try:
+        # By name: the oracle is pasted into repro files that must run without
+        # pytest-cgraph, so it never imports the package; the writer is optional.
+        plain = importlib.import_module("pytest_cgraph.plain")
+    except ImportError:
+        return None
+    from pathlib import Path
+
+    with contextlib.redirect_stdout(sys.stderr):
+        result = plain.make_plain(Path(script))
+        return plain.ready_to_file(Path(script), result) if result.verified else None
+
+
 #: What the verdict line of a failure with a traceback ends with, without ``-v``.
 TRACEBACK_HINT = "(-v for the traceback)"
 
@@ -230,7 +250,7 @@ def main(case: ReproCase, argv: list[str] | None = None) -> None:
     options = parser.parse_args(argv)
     faulthandler.enable()  # a crash of the process shows where it happened
     if options.issue:
-        print(issue_report(case, options.backend))
+        print(_ready_to_file(case, options.backend) or issue_report(case, options.backend))
         sys.exit(0)
     if case.timeout:
         # A hang reproduces as faulthandler's dump and exit 1 after TIMEOUT.
