@@ -30,14 +30,16 @@ def _shares_storage(tensor: Any, others: Sequence[Any]) -> bool:
 
 
 def overwrite_outputs(n: int, run: Callable[..., Any], args: Sequence[Any], state: dict) -> Any:
-    """Replays write into one static output pool and return it: earlier outputs change silently."""
+    """Replays write into one static output pool and hand out new tensors over it:
+    earlier outputs change silently under tensors of their own. (Handing out the
+    very same tensors again is what real CUDA-graph trees do, and documented.)"""
     outputs = as_tuple(run(*args))
     if n <= RECORD:
         return outputs
     pool = state.setdefault("pool", [o.detach().clone() for o in outputs])
     for buffer, out in zip(pool, outputs, strict=True):
         buffer.copy_(out)
-    return tuple(pool)
+    return tuple(buffer.view_as(buffer) for buffer in pool)
 
 
 def stale_inputs(n: int, run: Callable[..., Any], args: Sequence[Any], state: dict) -> Any:
