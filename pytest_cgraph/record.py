@@ -14,6 +14,7 @@ holds reproducing bugs.
     python -m pytest_cgraph.record PROGRAM.py --backend aot_eager --into known/
     python -m pytest_cgraph.record --refresh known/
     python -m pytest_cgraph.record --export known/ENTRY.toml OUT.py && python OUT.py
+    python -m pytest_cgraph.record --fold REPRO.py --bug ID --into known/
 
 ``--refresh`` re-records every file of a registry from its own program and
 backend, so that its headers say what this version finds (a repro file, or
@@ -24,6 +25,11 @@ reproduces is left as it is and named.
 ``--export`` writes an entry's standalone repro file, the oracle pasted in:
 how an entry is run by hand, where pytest-cgraph is not installed too, or
 attached to a bug report.
+``--fold`` adds a finding to a bug of the registry's bugs file as a new form:
+a repro file a run wrote (verified when it was written) becomes an entry of
+the registry without being run again, an entry is copied, and the bug lists
+it, refused in one line where the bug does not claim it (its essential
+calls). The bug is then known through that form too.
 """
 
 from __future__ import annotations
@@ -185,6 +191,35 @@ def _keep_hand_written(entry: Path, old: str) -> None:
     entry.write_text(text)
 
 
+def fold(finding: Path, bug_id: str, into: Path) -> Path:
+    """Write ``finding`` (a repro file or an entry) into ``into`` as an entry and list it
+    among the forms of ``bug_id``; the entry's path. Nothing is left behind on refusal."""
+    from pytest_cgraph.bugs_file import FoldError, add_form
+    from pytest_cgraph.repro import entry_text, header_of, recorded_case
+    from pytest_cgraph.repro_files import is_entry, is_own_text
+
+    text = finding.read_text(errors="replace")
+    if not is_own_text(text):
+        raise FoldError(f"{finding} is no repro file or entry of pytest-cgraph")
+    if not (into / "bugs.toml").is_file():
+        raise FoldError(f"{into} has no bugs.toml: --fold adds a form to one of its bugs")
+    stem = finding.stem
+    target = into / f"{stem}.toml"
+    number = 1
+    while target.exists():
+        number += 1
+        target = into / f"{stem}-{number}.toml"
+    target.write_text(
+        text if is_entry(text) else entry_text(header_of(text), recorded_case(finding))
+    )
+    try:
+        add_form(into, bug_id, target.name)
+    except FoldError:
+        target.unlink()
+        raise
+    return target
+
+
 def export_entry(entry: Path, out: Path) -> int:
     """``--export ENTRY OUT``: 0 once OUT is written, 2 if ENTRY is not a registry file."""
     from pytest_cgraph.registry import read_entry
@@ -224,9 +259,25 @@ def main(argv: list[str] | None = None) -> int:
         metavar=("ENTRY", "OUT"),
         help="write ENTRY's standalone repro file (the oracle pasted in) to OUT",
     )
+    parser.add_argument(
+        "--fold", type=Path, metavar="FINDING", help="add FINDING to --bug ID of --into's bugs"
+    )
+    parser.add_argument("--bug", help="the bug --fold adds a form to")
     arguments = parser.parse_args(argv)
     if arguments.export is not None:
         return export_entry(*arguments.export)
+    if arguments.fold is not None:
+        if arguments.bug is None or arguments.into is None:
+            parser.error("--fold FINDING needs --bug ID and --into DIR")
+        from pytest_cgraph.bugs_file import FoldError
+
+        try:
+            entry = fold(arguments.fold, arguments.bug, arguments.into)
+        except (FoldError, OSError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        print(f"{entry}: a form of {arguments.bug}")
+        return 0
     if arguments.refresh is not None:
         if not arguments.refresh.is_dir():
             parser.error(f"--refresh: {arguments.refresh} is not a directory")

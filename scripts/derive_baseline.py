@@ -16,41 +16,12 @@ to the written file by hand afterwards.
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
 import sys
 from pathlib import Path
 
-from pytest_cgraph.registry import read_bugs
-from pytest_cgraph.severity import severity_of_entry, worst
-
-BUGS_FILE = "bugs.toml"
-BUG_HEADER = "[[bug]]\n"
-
-
-def kept_bugs_text(text: str, adopted: set[str]) -> str:
-    """``text`` (a bugs file) with every form not in ``adopted`` dropped, and every
-    bug left without forms dropped whole. The preamble before the first bug stays."""
-    preamble, *blocks = text.split(BUG_HEADER)
-    kept = []
-    for block in blocks:
-        lines = block.splitlines(keepends=True)
-        out, in_forms, forms = [], False, 0
-        for line in lines:
-            stripped = line.strip()
-            if stripped.startswith("forms = ["):
-                in_forms = True
-            elif in_forms and stripped == "]":
-                in_forms = False
-            elif in_forms and stripped.startswith('"'):
-                name = stripped.strip('",')
-                if name not in adopted:
-                    continue
-                forms += 1
-            out.append(line)
-        if forms:
-            kept.append("".join(out))
-    return preamble + "".join(BUG_HEADER + block for block in kept)
+from pytest_cgraph.bugs_file import BUG_HEADER, kept_bugs_text, recompute_severities
+from pytest_cgraph.registry import BUGS_FILE
 
 
 def derive(source: Path, rechecked: Path, into: Path, torch_version: str) -> tuple[int, int]:
@@ -70,24 +41,6 @@ def derive(source: Path, rechecked: Path, into: Path, torch_version: str) -> tup
     (into / BUGS_FILE).write_text(note + text)
     recompute_severities(into)
     return len(adopted), text.count(BUG_HEADER)
-
-
-def recompute_severities(directory: Path) -> list[str]:
-    """Set each bug's severity to the worst of its forms in ``directory`` (a bug that
-    kept only some forms may be less bad there); the ids of the bugs changed."""
-    path = directory / BUGS_FILE
-    text = path.read_text()
-    changed = []
-    for bug in read_bugs(directory):
-        now = worst([severity_of_entry((directory / form).read_text()) for form in bug.forms])
-        if now is bug.severity:
-            continue
-        block = re.compile(rf'(id = "{re.escape(bug.id)}"\n(?:.*\n)*?severity = )"[a-z]+"')
-        text, count = block.subn(rf'\1"{now.value}"', text, count=1)
-        if count:
-            changed.append(bug.id)
-    path.write_text(text)
-    return changed
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,99 @@
+"""``python -m pytest_cgraph.record --fold``: a finding joins a bug of a registry as a new form."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_cgraph.record import main
+from pytest_cgraph.registry import BASELINE_ROOT, Registry, read_bugs, read_entry
+
+SOURCE = BASELINE_ROOT / "torch-2.13"
+BUGS = '''[[bug]]
+id = "as-strided-escapes-view"
+title = "as_strided writes escape their view"
+severity = "silent"
+mechanism = """a write through as_strided lands elsewhere"""
+essential = ["as_strided_|as_strided"]
+forms = [
+    "value-output-aot_eager-2.toml",
+]
+upstream = "unsearched"
+
+[[bug]]
+id = "dropout-eval-clone"
+title = "dropout returns a copy"
+severity = "silent"
+mechanism = """dropout that returns its input returns a copy"""
+essential = ["dropout"]
+forms = [
+    "aliasing-aliasing-is_argument_to_none-aot_eager.toml",
+]
+upstream = "pytorch/pytorch#115249"
+'''
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> Path:
+    known = tmp_path / "known"
+    known.mkdir()
+    for form in (
+        "value-output-aot_eager-2.toml",
+        "aliasing-aliasing-is_argument_to_none-aot_eager.toml",
+    ):
+        shutil.copyfile(SOURCE / form, known / form)
+    (known / "bugs.toml").write_text("# the team's bugs, by hand\n" + BUGS)
+    return known
+
+
+@pytest.fixture
+def repro_file(tmp_path: Path) -> Path:
+    """A repro file as a run writes it: another form of the as_strided bug."""
+    out = tmp_path / "value-output-aot_eager.py"
+    assert main(["--export", str(SOURCE / "value-output-aot_eager-5.toml"), str(out)]) == 0
+    return out
+
+
+def test_a_repro_file_folds_into_its_bug_and_is_known_by_it(
+    registry: Path, repro_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(
+            ["--fold", str(repro_file), "--bug", "as-strided-escapes-view", "--into", str(registry)]
+        )
+        == 0
+    )
+    entry = registry / "value-output-aot_eager.toml"
+    assert capsys.readouterr().out.strip() == f"{entry}: a form of as-strided-escapes-view"
+    (bug, _) = read_bugs(registry)
+    assert bug.forms == ("value-output-aot_eager.toml", "value-output-aot_eager-2.toml")
+    read = read_entry(entry)
+    assert read is not None and read.bug == "as-strided-escapes-view"
+    assert len(Registry.load([registry])) == 3
+    # The hand-written comment survives; the entry holds no oracle (data only).
+    assert (registry / "bugs.toml").read_text().startswith("# the team's bugs, by hand\n")
+    assert "def assert_fixed" not in entry.read_text()
+
+
+def test_a_form_that_lacks_the_bug_s_essential_calls_is_refused_and_nothing_is_left(
+    registry: Path, repro_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = (registry / "bugs.toml").read_text()
+    code = main(["--fold", str(repro_file), "--bug", "dropout-eval-clone", "--into", str(registry)])
+    assert code == 1
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(
+        "error: value-output-aot_eager.toml does not make dropout-eval-clone's essential calls"
+    )
+    assert len(error.splitlines()) == 1
+    assert (registry / "bugs.toml").read_text() == before
+    assert not (registry / "value-output-aot_eager.toml").exists()
+
+
+def test_an_unknown_bug_is_refused_with_the_bugs_there_are(
+    registry: Path, repro_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--fold", str(repro_file), "--bug", "as-strided", "--into", str(registry)]) == 1
+    assert "(its bugs: as-strided-escapes-view, dropout-eval-clone)" in capsys.readouterr().err
