@@ -2,30 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
 from pathlib import Path
-from types import ModuleType
 
+from cgraph_doubles.scripts import load_script
 from pytest_cgraph.registry import BASELINE_ROOT, BUGS_FILE, read_bugs, registry_files
 from pytest_cgraph.severity import Severity, severity_of_entry, worst
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "derive_baseline", REPO / "scripts" / "derive_baseline.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["derive_baseline"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-derive_baseline = _load()
+derive_baseline = load_script("derive_baseline")
 SOURCE = BASELINE_ROOT / "torch-2.13"
 
 

@@ -2,26 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
+from cgraph_doubles.scripts import load_script
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "known_bugs_page", REPO / "scripts" / "known_bugs_page.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["known_bugs_page"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-known_bugs_page = _load()
+known_bugs_page = load_script("known_bugs_page")
 
 
 def test_the_page_lists_every_bug_of_every_baseline_as_its_bugs_file_says() -> None:
