@@ -12,6 +12,7 @@ import lazy_loader
 
 if TYPE_CHECKING:
     # For type checkers and IDEs only: at run time the names load on first use.
+    from pytest_cgraph.errors import CgraphError as CgraphError
     from pytest_cgraph.errors import ConfigurationError as ConfigurationError
     from pytest_cgraph.errors import EquivalenceError as EquivalenceError
     from pytest_cgraph.errors import InvalidProgram as InvalidProgram
@@ -22,6 +23,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submod_attrs={
         "runner": ["CheckReport", "check_equivalent"],
-        "errors": ["ConfigurationError", "EquivalenceError", "InvalidProgram"],
+        "errors": ["CgraphError", "ConfigurationError", "EquivalenceError", "InvalidProgram"],
     },
 )

@@ -13,13 +13,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from pytest_cgraph.errors import CgraphError
 from pytest_cgraph.registry import BUGS_FILE, Bug, KnownBug, read_bugs, read_entry
 from pytest_cgraph.severity import severity_of_entry, worst
 
 BUG_HEADER = "[[bug]]\n"
 
 
-class FoldError(ValueError):
+class FoldError(CgraphError, ValueError):
     """A form cannot join the bug asked; the message is one line saying why and what to do."""
 
 

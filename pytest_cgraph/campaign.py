@@ -27,6 +27,7 @@ import pytest
 
 from pytest_cgraph import session
 from pytest_cgraph.database import build_database
+from pytest_cgraph.errors import CgraphError
 from pytest_cgraph.failures import Case, Failure, ReproResult, ReproStatus, Verdict
 from pytest_cgraph.heap import long_lived_heap_frozen
 from pytest_cgraph.hunt import STALL_AFTER, Budget, Hunt
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 PROGRESS_SECONDS = 15.0
 
 
-class NewBugsFound(AssertionError):
+class NewBugsFound(CgraphError, AssertionError):
     """An item found one or more new signatures; its report lists them all."""
 
     def __init__(self, family: str, found: list[Failure], stalled: bool, verbose: bool) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from pytest_cgraph import session
+from pytest_cgraph.errors import CgraphError
 from pytest_cgraph.failures import Failure
 from pytest_cgraph.guard import (
     DeadProgram,
@@ -149,7 +150,7 @@ class DiedItem(pytest.Item):
         return "cgraph", None, f"a previous run died: {self.record.name}"
 
 
-class DeadProgramFound(AssertionError):
+class DeadProgramFound(CgraphError, AssertionError):
     """A program killed the process that checked it."""
 
 

@@ -6,6 +6,11 @@ without paying for ``import torch``; the check's own live with the oracle.
 
 from __future__ import annotations
 
-from pytest_cgraph.oracle.errors import ConfigurationError, EquivalenceError, InvalidProgram
+from pytest_cgraph.oracle.errors import (
+    CgraphError,
+    ConfigurationError,
+    EquivalenceError,
+    InvalidProgram,
+)
 
-__all__ = ["ConfigurationError", "EquivalenceError", "InvalidProgram"]
+__all__ = ["CgraphError", "ConfigurationError", "EquivalenceError", "InvalidProgram"]

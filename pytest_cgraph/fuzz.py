@@ -65,7 +65,7 @@ from pytest_cgraph.options import (
     DEFAULT_TIMEOUT,
     worker_device,
 )
-from pytest_cgraph.oracle.errors import ConfigurationError
+from pytest_cgraph.oracle.errors import CgraphError, ConfigurationError
 from pytest_cgraph.registry import KnownBug, Registry, baseline_dir, program_ops
 from pytest_cgraph.strategies import programs
 from pytest_cgraph.validation import flag, known_dirs, non_negative_number, positive_int
@@ -240,7 +240,7 @@ class Judgement:
         return None
 
 
-class NewDifference(AssertionError):
+class NewDifference(CgraphError, AssertionError):
     """A drawn program differs from eager in a way no registry knows."""
 
     def __init__(self, failure: Failure) -> None:

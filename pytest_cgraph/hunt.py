@@ -28,6 +28,7 @@ from collections.abc import Callable, MutableSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pytest_cgraph.errors import CgraphError
 from pytest_cgraph.failures import Case, Failure, Outcome, Verdict
 from pytest_cgraph.oracle.difference import Difference
 from pytest_cgraph.registry import KnownBug, Registry, program_ops
@@ -104,11 +105,11 @@ class BudgetSpent(BaseException):
     """
 
 
-class HarnessError(RuntimeError):
+class HarnessError(CgraphError, RuntimeError):
     """The harness itself failed while checking a program (not the program's doing)."""
 
 
-class ProgramFailure(AssertionError):
+class ProgramFailure(CgraphError, AssertionError):
     """A drawn program fails in a new way: raised into Hypothesis, which shrinks it."""
 
     def __init__(self, failure: Failure) -> None:

@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 
 from pytest_cgraph import session
+from pytest_cgraph.errors import CgraphError
 from pytest_cgraph.registry import KnownBug, Registry
 
 
-class KnownBugFixed(AssertionError):
+class KnownBugFixed(CgraphError, AssertionError):
     """A registry repro no longer reproduces its bug (or now fails another way)."""
 
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_cgraph.errors import CgraphError
 from pytest_cgraph.oracle.difference import Difference, Kind, Role
 from pytest_cgraph.oracle.protocol import (
     ADVANCE,
@@ -98,7 +99,7 @@ RUN_LIMIT = 600.0
 TIMED_OUT = -1000
 
 
-class Unsupported(Exception):
+class Unsupported(CgraphError):
     """No plain script can state this finding faithfully; the message says why."""
 
 

@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import quote
 
+from pytest_cgraph.errors import CgraphError
+
 #: Keys every report has had since the first version: what makes a JSON file a report.
 REQUIRED_KEYS = ("programs", "failures")
 
@@ -85,7 +87,7 @@ KNOWN_COLOR = "#607d8b"
 WORKER_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 
 
-class ReportError(ValueError):
+class ReportError(CgraphError, ValueError):
     """The input is not a report this module can render; the message says why and what to do."""
 
 

@@ -42,6 +42,7 @@ from typing import Any
 
 import torch
 
+from pytest_cgraph.errors import CgraphError
 from pytest_cgraph.oracle.cloning import StorageKey, storage_key
 from pytest_cgraph.oracle.protocol import ATOL, FRESH_INPUTS, INPUTS, ITERS, PROGRAM, RTOL
 
@@ -51,7 +52,7 @@ INLINE_ELEMENTS = 4096
 _LITERAL_TYPES = (int, float, complex, str, bytes, bool, type(None))
 
 
-class NotInlinable(Exception):
+class NotInlinable(CgraphError):
     """The test cannot be written as a standalone program; the message says why."""
 
 

@@ -8,7 +8,17 @@ if TYPE_CHECKING:
     from pytest_cgraph.oracle.difference import Difference
 
 
-class EquivalenceError(AssertionError):
+class CgraphError(Exception):
+    """What every error pytest-cgraph raises derives from: ``except CgraphError``
+    catches the project's own errors, never torch's or a test's.
+
+    The signals that must pass through ``except Exception`` (a program's time
+    limit, a spent budget, a controller gone) are ``BaseException`` instead,
+    and warnings stay warnings.
+    """
+
+
+class EquivalenceError(CgraphError, AssertionError):
     """The compiled program observably differs from eager.
 
     An ``AssertionError`` so that pytest reports it as a test failure (not an
@@ -23,7 +33,7 @@ class EquivalenceError(AssertionError):
         self.context = context
 
 
-class InvalidProgram(Exception):
+class InvalidProgram(CgraphError):
     """Eager PyTorch itself raised, so the program has no reference behaviour.
 
     This is not a compiler bug: compiled code may legitimately accept programs
@@ -61,7 +71,7 @@ class EagerDisagrees(InvalidProgram):
         self.args = (f"{cause} (iteration {iteration})",)  # it raised nothing
 
 
-class ConfigurationError(ValueError):
+class ConfigurationError(CgraphError, ValueError):
     """A backend, device or option value cannot be used; the message is one line."""
 
 

@@ -33,6 +33,8 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_cgraph.oracle.errors import CgraphError
+
 PROGRAM = "program"
 INPUTS = "inputs"
 ADVANCE = "advance"
@@ -50,7 +52,7 @@ GRAD_MODES = ("grad", "no_grad", "inference_mode")
 DEFAULT_ITERS = 5
 
 
-class ProgramSourceError(ValueError):
+class ProgramSourceError(CgraphError, ValueError):
     """The source does not follow the protocol; the message says which name is wrong."""
 
 
