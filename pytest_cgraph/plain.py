@@ -1128,6 +1128,26 @@ def _bug_of(path: Path) -> Any:
         return None
 
 
+def ladder_table(finding: Finding) -> str:
+    """What each layer of the compile stack does with the finding's program, lowest
+    first, as a Markdown table: the backends that diverge, for the report."""
+    import torch
+
+    from pytest_cgraph.oracle.ladder import Rung, climb
+
+    for module in finding.modules:
+        importlib.import_module(module)
+    like = None if finding.ends_process else find_difference(finding)
+    device = torch.device(finding.device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rungs = climb(finding.source, finding.backend, device, None, stop_at_first=False, like=like)
+    if not any(rung.name == finding.backend for rung in rungs):
+        rungs.append(Rung(finding.backend, difference=like))
+    rows = "\n".join(f"| `{rung.name}` | {rung.verdict(like)} |" for rung in rungs)
+    return f"| backend | result |\n|---|---|\n{rows}\n"
+
+
 def versions() -> str:
     """``python -m torch.utils.collect_env``'s text, what PyTorch's template asks for."""
     try:
@@ -1179,6 +1199,11 @@ def ready_to_file(path: Path, result: PlainResult | None = None) -> str:
             f"ran it (`program(*inputs(k))` for k = 1, 2, ...):\n\n"
             f"```python\n{finding.source.rstrip()}\n```\n"
         )
+    table = (
+        ""
+        if finding.ends_process
+        else f"\nWhat each backend does with it:\n\n{ladder_table(finding)}"
+    )
     return f"""### Title
 
 {title}
@@ -1187,7 +1212,7 @@ def ready_to_file(path: Path, result: PlainResult | None = None) -> str:
 
 {failure}, on the `{finding.device}` device.
 
-{analysis}{body}
+{analysis}{body}{table}
 First diverging layer: {ladder}.
 
 ### Versions
