@@ -928,9 +928,11 @@ def plans(finding: Finding, facts: Facts, difference: Difference | None) -> list
     if facts.floating and not facts.own_backward:
         dynamic = Plan(calls, copies, backward=True, seed=seed, dynamic=True)
         # No eager output requires grad at the first call, yet what differs is seen
-        # after a backward: the outputs that need one come later, or on one side only.
-        needs_it_first = not facts.roots and after_backward
-        found.insert(0 if needs_it_first else len(found), dynamic)
+        # after a backward: the outputs that need one may come later, or on one side
+        # only. Tried right after the smallest script (which needs no backward where
+        # the difference shows without one: a write lost in the call itself).
+        needs_it_early = not facts.roots and after_backward
+        found.insert(1 if needs_it_early else len(found), dynamic)
     if finding.ends_process and calls < facts.iters:
         found.append(Plan(facts.iters, copies, can_backward, True))
     return list(dict.fromkeys(found))
