@@ -1003,6 +1003,8 @@ class PlainResult:
     attempts: list[str] = field(default_factory=list)
     #: What the verified script printed on the finding's backend: actual against expected.
     observed: str = ""
+    #: What the harness saw when it checked the program (``None``: nothing, or not checked).
+    difference: Difference | None = None
 
     @property
     def lines(self) -> int:
@@ -1072,7 +1074,14 @@ def make_plain(path: Path, verify: bool = True) -> PlainResult:
             continue
         first_text = first_text or text
         if not verify:
-            return PlainResult(finding, text, False, "NOT VERIFIED (--no-verify)", control_name)
+            return PlainResult(
+                finding,
+                text,
+                False,
+                "NOT VERIFIED (--no-verify)",
+                control_name,
+                difference=difference,
+            )
         # Both at once: the control is rarely wasted, and the wall time halves.
         failing, passing = run_scripts([text, control_text])
         problem = _fails_as_expected(finding, difference, failing)
@@ -1090,11 +1099,15 @@ def make_plain(path: Path, verify: bool = True) -> PlainResult:
         if difference is not None and difference.signature != finding.signature:
             # The script shows what the harness sees now, which is worth saying.
             verdict += f" (the harness now sees {difference.signature})"
-        return PlainResult(finding, text, True, verdict, control_name, attempts, failing.output)
+        return PlainResult(
+            finding, text, True, verdict, control_name, attempts, failing.output, difference
+        )
     why = attempts[-1] if attempts else "no plan"
     # The first script stays with an unverified result, for a reader to mend; the
     # command never prints it as a finding's script.
-    return PlainResult(finding, first_text, False, f"NOT VERIFIED: {why}", control_name, attempts)
+    return PlainResult(
+        finding, first_text, False, f"NOT VERIFIED: {why}", control_name, attempts, "", difference
+    )
 
 
 def _plan_words(plan: Plan) -> str:
@@ -1130,16 +1143,16 @@ def _bug_of(path: Path) -> Any:
         return None
 
 
-def ladder_table(finding: Finding) -> str:
+def ladder_table(finding: Finding, like: Difference | None) -> str:
     """What each layer of the compile stack does with the finding's program, lowest
-    first, as a Markdown table: the backends that diverge, for the report."""
+    first, as a Markdown table: the backends that diverge, for the report. ``like`` is
+    what the harness saw on the finding's backend (that rung is not checked again)."""
     import torch
 
     from pytest_cgraph.oracle.ladder import Rung, climb
 
     for module in finding.modules:
         importlib.import_module(module)
-    like = None if finding.ends_process else find_difference(finding)
     device = torch.device(finding.device)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -1204,7 +1217,7 @@ def ready_to_file(path: Path, result: PlainResult | None = None) -> str:
     table = (
         ""
         if finding.ends_process
-        else f"\nWhat each backend does with it:\n\n{ladder_table(finding)}"
+        else f"\nWhat each backend does with it:\n\n{ladder_table(finding, result.difference)}"
     )
     return f"""### Title
 
