@@ -35,10 +35,10 @@ if TYPE_CHECKING:
 
     from pytest_cgraph.oracle.compiling import Backend
 
-#: The torch release (major.minor) whose own backend names :data:`BUILTIN_BACKENDS` holds.
-BUILTIN_BACKENDS_TORCH = "2.13"
+#: The torch releases (major.minor) whose own backend names :data:`BUILTIN_BACKENDS` holds.
+BUILTIN_BACKENDS_TORCH = ("2.13", "2.14")
 
-#: Every name that torch 2.13 registers itself, ``list_backends(exclude_tags=())``.
+#: Every name that torch 2.13 and 2.14 register themselves, ``list_backends(exclude_tags=())``.
 #: A unit test compares it with the installed torch's. Under another release it
 #: is not trusted: every name is asked of torch.
 BUILTIN_BACKENDS = frozenset(
@@ -115,7 +115,7 @@ def _known_without_torch(spec: str) -> bool | None:
         return None  # the module must be imported to see
     if spec in INDUCTOR_MODES:
         return True
-    if _installed_torch_release() != BUILTIN_BACKENDS_TORCH:
+    if _installed_torch_release() not in BUILTIN_BACKENDS_TORCH:
         return None
     if spec in BUILTIN_BACKENDS:
         return True

@@ -103,3 +103,60 @@ def add_form(directory: Path, bug_id: str, form: str) -> Bug:
     path.write_text(text[:forms_at] + f'    "{form}",\n' + text[forms_at:])
     recompute_severities(directory)
     return next(bug for bug in read_bugs(directory) if bug.id == bug_id)
+
+
+def _checked_line(checked: dict[str, str]) -> str:
+    """A bug's ``checked`` table as one TOML line, oldest torch first."""
+
+    def release(version: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0]))
+
+    pairs = ", ".join(
+        f"{_toml_string(version)} = {_toml_string(result)}"
+        for version, result in sorted(checked.items(), key=lambda item: release(item[0]))
+    )
+    return f"checked = {{ {pairs} }}\n"
+
+
+def _toml_string(text: str) -> str:
+    """``text`` as a TOML basic string (what it can hold here: no newlines)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def set_checked(directory: Path, torch_version: str, results: dict[str, str]) -> None:
+    """Record, for each bug id of ``results``, what replaying its forms gave on
+    ``torch_version`` (its ``checked`` table; a result for that version already
+    there is replaced, those of other versions stay). Written on the text, after
+    the bug's ``upstream`` line, so the file's comments survive."""
+    path = directory / BUGS_FILE
+    bugs = {bug.id: bug for bug in read_bugs(directory)}
+    preamble, *blocks = path.read_text().split(BUG_HEADER)
+    written = []
+    for block in blocks:
+        found = re.search(r'^id = "([^"]*)"$', block, re.MULTILINE)
+        bug = bugs.get(found.group(1)) if found else None
+        if bug is None or bug.id not in results:
+            written.append(block)
+            continue
+        checked = {**bug.checked, torch_version: results[bug.id]}
+        lines = [
+            line for line in block.splitlines(keepends=True) if not line.startswith("checked = ")
+        ]
+        at = next(
+            (i + 1 for i, line in enumerate(lines) if line.startswith("upstream = ")),
+            len(lines) - len(_trailing_blank(lines)),
+        )
+        lines.insert(at, _checked_line(checked))
+        written.append("".join(lines))
+    path.write_text(preamble + "".join(BUG_HEADER + block for block in written))
+    read_bugs(directory)  # what was written must read back
+
+
+def _trailing_blank(lines: list[str]) -> list[str]:
+    """The blank lines that end ``lines`` (a block's separation from the next)."""
+    blank = []
+    for line in reversed(lines):
+        if line.strip():
+            break
+        blank.append(line)
+    return blank

@@ -16,9 +16,11 @@ backend replaced by ``eager`` (or by no compile at all, where the finding
 already shows on Dynamo alone) it must pass. Scripts are tried from the
 smallest (shared inputs, no backward the failure does not need) to the most
 faithful to the harness (per-side copies, the harness's backward, its
-seeds); the first that verifies is the one given. A finding no script
-expresses (a hang, a difference in which tensors a module holds) gets a
-reason instead of a wrong script.
+seeds), each first without the inputs the function never reads (a generated
+program often takes one it ignores, and a reader would look for its part in
+the failure) and then with all of them; the first that verifies is the one
+given. A finding no script expresses (a hang, a difference in which tensors
+a module holds) gets a reason instead of a wrong script.
 
 ``python -m pytest_cgraph.plain ENTRY.toml|REPRO.py [--out FILE]`` prints (or
 writes) the script and a one-line verdict.
@@ -31,14 +33,15 @@ import ast
 import contextlib
 import copy
 import importlib
+import itertools
 import os
 import re
 import subprocess
 import sys
 import tempfile
 import warnings
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +88,16 @@ _SCRIPT_NAMES = frozenset(
         "advance",
     }
 )
+
+#: Names through which a function may read its parameters without naming them
+#: (its frame, its locals): a program that uses one keeps all its inputs.
+_INTROSPECTION = frozenset(
+    {"locals", "vars", "eval", "exec", "globals", "inspect", "sys", "_getframe", "f_locals"}
+)
+
+#: In-place methods that only mark the tensor they are called on: a statement of
+#: ``inputs()`` calling one on an input the script leaves out goes with that input.
+_MARKING_METHODS = frozenset({"requires_grad_", "retain_grad"})
 
 #: Backends whose compiled code goes through CUDA-graph trees on a CUDA device.
 _CUDAGRAPH_BACKENDS = frozenset({"cudagraphs", "reduce-overhead", "max-autotune"})
@@ -237,6 +250,81 @@ class ProgramText:
                 lines.append(rendered)
         return lines
 
+    def _program_def(self, body: Sequence[ast.stmt]) -> ast.FunctionDef | None:
+        """The program's ``def`` in ``body``; ``None`` where it is no plain function
+        (a module, an ``async def``) or is defined more than once."""
+        found = [s for s in body if isinstance(s, ast.FunctionDef) and s.name == self.function]
+        named = [s for s in body if self.function in _assigned_names(s)]
+        return found[0] if len(found) == 1 and not named else None
+
+    def unread_inputs(self) -> tuple[int, ...]:
+        """The positions of the inputs the program never reads: a script may leave them
+        out, with the program's parameters that take them.
+
+        Conservative, since a wrong guess gives a script that raises a ``NameError``
+        at best: a parameter whose name occurs anywhere in the function (a nested
+        function or a lambda may close over it, a ``del`` or a rebinding is kept
+        too) is read; none is dropped where something else calls the program (it
+        would pass them), a decorator may look at its signature, the function may
+        read its own frame (``locals()``), or ``inputs()`` returns no literal tuple
+        (which value is which parameter is then unknown). A parameter with a
+        default keeps its input, and whatever ``*args`` gathers is kept as it is.
+        """
+        function = self._program_def(self.body)
+        elements = _returned_elements(self.inputs)
+        if not self.renamed or function is None or function.decorator_list or elements is None:
+            return ()
+        if any(
+            isinstance(node, ast.Name) and node.id == INPUTS
+            for statement in self.body
+            for node in ast.walk(statement)
+        ):
+            return ()  # the program's own code builds inputs too, positions and all
+        read: set[str] = set()
+        attributes: set[str] = set()
+        own = {id(a) for a in [*function.args.posonlyargs, *function.args.args]}
+        for node in ast.walk(function):
+            if isinstance(node, ast.Name):
+                read.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                attributes.add(node.attr)
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                read.update(node.names)
+            elif isinstance(node, ast.arg) and id(node) not in own:
+                read.add(node.arg)  # a nested parameter of that name: kept, to be safe
+        if (read | attributes) & _INTROSPECTION:
+            return ()
+        positional = [*function.args.posonlyargs, *function.args.args]
+        without_default = positional[: len(positional) - len(function.args.defaults)]
+        return tuple(
+            index
+            for index, parameter in enumerate(without_default)
+            if index < len(elements) and parameter.arg not in read
+        )
+
+    def without_inputs(self, positions: Collection[int]) -> ProgramText:
+        """The program with the inputs at ``positions`` left out (see
+        :meth:`unread_inputs`): its parameters that take them, their places in what
+        ``inputs()`` returns, and the statements of ``inputs()`` that only built them."""
+        body = copy.deepcopy(self.body)
+        inputs = copy.deepcopy(self.inputs)
+        function = self._program_def(body)
+        elements = _returned_elements(inputs)
+        if function is None or elements is None:
+            raise Unsupported("the program's inputs cannot be told apart")
+        dropped = {
+            id(p)
+            for i, p in enumerate([*function.args.posonlyargs, *function.args.args])
+            if i in positions
+        }
+        function.args.posonlyargs = [a for a in function.args.posonlyargs if id(a) not in dropped]
+        function.args.args = [a for a in function.args.args if id(a) not in dropped]
+        *statements, last = inputs.body
+        assert isinstance(last, ast.Return) and isinstance(last.value, (ast.Tuple, ast.List))
+        last.value.elts = [e for i, e in enumerate(elements) if i not in positions]
+        inputs.body = [*_live_statements(statements, last.value), last]
+        return ProgramText(list(self.imports), body, inputs, self.advance, self.renamed)
+
 
 def _unguarded(statements: list[ast.stmt]) -> Iterator[ast.stmt]:
     """Top-level statements, with a registration guard (``if not hasattr(torch.ops...)``)
@@ -255,6 +343,78 @@ def _unguarded(statements: list[ast.stmt]) -> Iterator[ast.stmt]:
             yield from statement.body
         else:
             yield statement
+
+
+def _returned_elements(inputs: ast.FunctionDef) -> list[ast.expr] | None:
+    """What ``inputs()`` returns, one expression an input, where it says so in one
+    literal tuple (or list) at its end, with no ``*`` in it; ``None`` otherwise."""
+    last = inputs.body[-1]
+    if not isinstance(last, ast.Return) or not isinstance(last.value, (ast.Tuple, ast.List)):
+        return None
+    returns = [n for n in ast.walk(inputs) if isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom))]
+    if len(returns) > 1 or any(isinstance(e, ast.Starred) for e in last.value.elts):
+        return None
+    return last.value.elts
+
+
+def _live_statements(statements: list[ast.stmt], returned: ast.expr) -> list[ast.stmt]:
+    """``statements`` less those that only build values nothing after them reads
+    (an input left out, the generator only it drew from), found from the last up."""
+    live = _loaded_names([returned])
+    kept: list[ast.stmt] = []
+    for statement in reversed(statements):
+        if _serves_only_dead(statement, live):
+            continue
+        kept.append(statement)
+        live = (live - _assigned_names(statement)) | _loaded_names([statement])
+    return kept[::-1]
+
+
+def _serves_only_dead(statement: ast.stmt, live: set[str]) -> bool:
+    """Whether a statement of ``inputs()`` only binds or marks names nothing reads.
+
+    Only two shapes go: an assignment to plain names whose value writes nothing
+    in place (``a1 = a0.add_(1)`` changes ``a0``; drawing from a generator is
+    allowed, the script only runs if it verifies), and marking a dead name
+    (``a1.requires_grad_(True)``). Anything else stays, and what it reads stays
+    live with it.
+    """
+    if isinstance(statement, ast.Expr):
+        call = statement.value
+        return (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr in _MARKING_METHODS
+            and isinstance(call.func.value, ast.Name)
+            and call.func.value.id not in live
+        )
+    if isinstance(statement, ast.Assign):
+        targets, value = statement.targets, statement.value
+    elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+        targets, value = [statement.target], statement.value
+    else:
+        return False
+    bound: set[str] = set()
+    for target in targets:
+        names = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+        for name in names:
+            if isinstance(name, ast.Starred):
+                name = name.value
+            if not isinstance(name, ast.Name):
+                return False  # an attribute or an item: a write into something else
+            bound.add(name.id)
+    writes = any(
+        isinstance(node, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await))
+        or (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr.endswith("_")
+            and not node.func.attr.startswith("__")
+            and node.func.attr not in _MARKING_METHODS
+        )
+        for node in ast.walk(value)
+    )
+    return not writes and not bound & live
 
 
 def _assigned_names(statement: ast.stmt) -> set[str]:
@@ -366,6 +526,48 @@ class Facts:
     optimizer_state: bool = False
     #: Expressions of the observed arguments that are tensors, in the harness's order.
     tensor_arguments: list[str] = field(default_factory=list)
+    #: The positions of the inputs holding a tensor ``copy.deepcopy`` would not copy
+    #: as it is (a view, a non-leaf, one with hooks): without them, it would do.
+    uncopyable: frozenset[int] = frozenset()
+
+    def without_inputs(self, positions: Collection[int]) -> Facts:
+        """These facts for a script that leaves out the inputs at ``positions``: their
+        arguments gone, and the others' expressions renumbered to where they now are."""
+        arguments = {
+            name: moved
+            for name, expression in self.arguments.items()
+            if (moved := _renumbered(expression, positions)) is not None
+        }
+        tensors = [_renumbered(expression, positions) for expression in self.tensor_arguments]
+        uncopyable = frozenset(
+            index - sum(p < index for p in positions)
+            for index in self.uncopyable
+            if index not in positions
+        )
+        return replace(
+            self,
+            arguments=arguments,
+            tensor_arguments=[e for e in tensors if e is not None],
+            uncopyable=uncopyable,
+            deep_copyable=not uncopyable,
+        )
+
+
+def _input_of(expression: str) -> tuple[int, str]:
+    """``[3].weight`` -> ``(3, ".weight")``: which input an argument's expression
+    starts at, and the rest of it."""
+    match = re.match(r"\[(\d+)\]", expression)
+    assert match is not None, expression  # every argument's expression starts at its input
+    return int(match.group(1)), expression[match.end() :]
+
+
+def _renumbered(expression: str, positions: Collection[int]) -> str | None:
+    """``[3].weight`` with the inputs at ``positions`` left out: ``[2].weight`` for
+    one of them before it, ``None`` when it is one of them."""
+    index, rest = _input_of(expression)
+    if index in positions:
+        return None
+    return f"[{index - sum(p < index for p in positions)}]{rest}"
 
 
 def eager_facts(source: str) -> Facts:
@@ -405,13 +607,17 @@ def eager_facts(source: str) -> Facts:
                 arguments[name] = expression
                 if isinstance(value, torch.Tensor):
                     tensor_arguments.append(expression)
-        tensors = [t for t in flat if isinstance(t, torch.Tensor)]
-        deep_copyable = all(
-            t.is_leaf
-            and not t._is_view()
-            and not t._backward_hooks
-            and not getattr(t, "_post_accumulate_grad_hooks", None)
-            for t in tensors
+        uncopyable = frozenset(
+            index
+            for index, value in enumerate(base)
+            for t in pytree.tree_leaves(value)
+            if isinstance(t, torch.Tensor)
+            and not (
+                t.is_leaf
+                and not t._is_view()
+                and not t._backward_hooks
+                and not getattr(t, "_post_accumulate_grad_hooks", None)
+            )
         )
         copies = clone_arguments(flat)
         observed = [t for t in _all_tensors(copies, is_stateful_object, named_state)]
@@ -452,7 +658,8 @@ def eager_facts(source: str) -> Facts:
             inputs_draw_random=inputs_draw_random,
             own_backward=watch.freed_graph,
             mutates=mutates,
-            deep_copyable=deep_copyable,
+            deep_copyable=not uncopyable,
+            uncopyable=uncopyable,
             flat_result=flat_result,
             iters=spec.iters,
             fresh_inputs=spec.fresh_inputs,
@@ -532,7 +739,8 @@ class Plan:
     ``function`` (``inputs()`` called once per side, which keeps views and
     non-leaf tensors as they are made). ``backward``: the harness's backward
     of the outputs' sum after each call. ``seed``: ``torch.manual_seed(k)``
-    before call ``k``, as the harness seeds.
+    before call ``k``, as the harness seeds. ``drop``: the positions of the
+    inputs the script leaves out, which the program never reads.
     """
 
     calls: int
@@ -542,6 +750,7 @@ class Plan:
     #: Backward of the outputs that require grad on each side and call, found at run
     #: time as the harness finds them (eager's first call is no guide to them).
     dynamic: bool = False
+    drop: tuple[int, ...] = ()
 
 
 class _Writer:
@@ -560,6 +769,10 @@ class _Writer:
         difference: Difference | None,
         plan: Plan,
     ) -> None:
+        if plan.drop:
+            # Everything below reads the inputs through these two: the parameters,
+            # inputs() and the arguments' positions are all renumbered here.
+            program, facts = program.without_inputs(plan.drop), facts.without_inputs(plan.drop)
         self.finding, self.program, self.facts = finding, program, facts
         self.difference, self.plan = difference, plan
         kind = difference.kind if difference is not None else Kind.CRASH
@@ -891,8 +1104,28 @@ def _compile_call(function: str, compiler: str) -> str:
 # ---------------------------------------------------------------- candidates
 
 
-def plans(finding: Finding, facts: Facts, difference: Difference | None) -> list[Plan]:
-    """The scripts worth trying, smallest first, most faithful to the harness last."""
+def plans(
+    finding: Finding, facts: Facts, difference: Difference | None, unread: tuple[int, ...] = ()
+) -> list[Plan]:
+    """The scripts worth trying, smallest first, most faithful to the harness last;
+    each first without the ``unread`` inputs (see :func:`droppable_inputs`) where
+    there are any, then with them, should leaving them out hide the failure."""
+    found = _plans(finding, facts, difference)
+    if not unread:
+        return found
+    # Planned from what the kept inputs are: without an unread view, deepcopy does.
+    fewer = [
+        replace(plan, drop=unread)
+        for plan in _plans(finding, facts.without_inputs(unread), difference)
+        # advance() steps the arguments by their positions, so it needs them all.
+        if not (facts.has_advance and plan.calls > 1)
+    ]
+    paired = itertools.zip_longest(fewer, found)
+    return [plan for pair in paired for plan in pair if plan is not None]
+
+
+def _plans(finding: Finding, facts: Facts, difference: Difference | None) -> list[Plan]:
+    """:func:`plans` for the inputs ``facts`` describes."""
     calls = difference.iteration if difference is not None and difference.iteration else 1
     kind = difference.kind if difference is not None else Kind.CRASH
     if kind is Kind.STALE_OUTPUT:
@@ -936,6 +1169,22 @@ def plans(finding: Finding, facts: Facts, difference: Difference | None) -> list
     if finding.ends_process and calls < facts.iters:
         found.append(Plan(facts.iters, copies, can_backward, True))
     return list(dict.fromkeys(found))
+
+
+def droppable_inputs(
+    program: ProgramText, facts: Facts, difference: Difference | None
+) -> tuple[int, ...]:
+    """The positions of the inputs a script may leave out: those the program never
+    reads (:meth:`ProgramText.unread_inputs`), less the one whose value or grad is
+    what differs (an unread input may share its storage with one that is written)."""
+    unread = program.unread_inputs()
+    place = difference.place if difference is not None else None
+    if place is not None and place.role in (Role.ARGUMENT, Role.GRAD):
+        expression = facts.arguments.get(place.name or "")
+        if expression is None:
+            return ()  # no script checks it anyway
+        unread = tuple(i for i in unread if i != _input_of(expression)[0])
+    return unread
 
 
 # -------------------------------------------------------------- verification
@@ -1064,9 +1313,9 @@ def make_plain(path: Path, verify: bool = True) -> PlainResult:
     control_name = control or "no compile"
     attempts: list[str] = []
     first_text: str | None = None
-    for plan in plans(finding, facts, difference):
-        writer = _Writer(finding, program, facts, difference, plan)
+    for plan in plans(finding, facts, difference, droppable_inputs(program, facts, difference)):
         try:
+            writer = _Writer(finding, program, facts, difference, plan)
             text = writer.render(finding.backend)
             control_text = writer.render(control)
         except Unsupported as why:
@@ -1114,6 +1363,7 @@ def _plan_words(plan: Plan) -> str:
     words = [f"{plan.calls} call(s)", f"{plan.inputs} inputs"]
     words += [("each side's own backward" if plan.dynamic else "backward")] if plan.backward else []
     words += ["seeded"] if plan.seed else []
+    words += [f"unread inputs {', '.join(map(str, plan.drop))} left out"] if plan.drop else []
     return ", ".join(words)
 
 
@@ -1141,6 +1391,22 @@ def _bug_of(path: Path) -> Any:
         return next((bug for bug in read_bugs(path.parent) if path.name in bug.forms), None)
     except ValueError:  # a bugs file that does not parse names no bug
         return None
+
+
+def _checked_sentence(checked: dict[str, str]) -> str:
+    """Where a known bug was replayed and what its forms gave, oldest torch first: a
+    reader files it against the newest torch it still fails on, or not at all."""
+    if not checked:
+        return ""
+
+    def release(version: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0]))
+
+    results = "; ".join(
+        f"torch {version}: {result}"
+        for version, result in sorted(checked.items(), key=lambda item: release(item[0]))
+    )
+    return f"Replayed on {results}.\n\n"
 
 
 def ladder_table(finding: Finding, like: Difference | None) -> str:
@@ -1197,6 +1463,7 @@ def ready_to_file(path: Path, result: PlainResult | None = None) -> str:
     if known is not None:
         title = f"[{component}] {known.title}"
         analysis = f"What seems to happen: {' '.join(known.mechanism.split())}\n\n"
+        analysis += _checked_sentence(known.checked)
     if result.verified and result.script:
         observed = "\n".join(result.observed.strip().splitlines()[:OBSERVED_LINES])
         body = (

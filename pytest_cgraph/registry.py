@@ -147,11 +147,17 @@ class Bug:
     forms: tuple[str, ...]
     #: Where torch tracks it ("unsearched": nobody has looked yet).
     upstream: str = "unsearched"
+    #: What replaying its forms gave on each torch it was checked on (the torch
+    #: version, e.g. ``2.14.1+cu130``, to ``7 of 8 forms reproduce``), so a report
+    #: is written against the newest torch it still fails on.
+    checked: dict[str, str] = field(default_factory=dict, compare=False)
     #: Keys this version does not know, kept for whoever writes the file back.
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
-_BUG_KEYS = frozenset({"id", "title", "severity", "mechanism", "essential", "forms", "upstream"})
+_BUG_KEYS = frozenset(
+    {"id", "title", "severity", "mechanism", "essential", "forms", "upstream", "checked"}
+)
 
 
 def read_bugs(directory: Path) -> list[Bug]:
@@ -181,6 +187,7 @@ def read_bugs(directory: Path) -> list[Bug]:
                     essential=tuple(str(call) for call in raw["essential"]),
                     forms=tuple(str(form) for form in raw["forms"]),
                     upstream=str(raw.get("upstream", "unsearched")),
+                    checked={str(k): str(v) for k, v in raw.get("checked", {}).items()},
                     extra={key: value for key, value in raw.items() if key not in _BUG_KEYS},
                 )
             )

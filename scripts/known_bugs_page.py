@@ -1,43 +1,87 @@
 """Write ``docs/known-bugs.md`` from the shipped baselines' bugs files.
 
     python scripts/known_bugs_page.py            # regenerate (runs each plain script)
+    python scripts/known_bugs_page.py --python 2.14=/path/to/venv/bin/python
     python scripts/known_bugs_page.py --check    # is the page in step with the bugs files?
 
-One section per baseline (newest torch first), its bugs grouped by severity,
-silent first; each with its id, title, upstream status, mechanism, forms, and
-the verified plain torch script of its first form that yields one
-(:mod:`pytest_cgraph.plain`), or the program of its first form where no
-script verifies here (a form recorded on CUDA cannot be run on a machine
-without a GPU: the page says so). Generating runs every script, a few
-minutes; ``--check`` reads only the bugs files and the page, so a test can
-tell a bugs file edited without the page.
+One entry per bug (one mechanism), however many baselines hold it: bugs
+grouped by severity, silent first; each with its id, title, upstream status,
+the torch releases it was checked on and what each gave, the baselines that
+hold it, its mechanism, and a verified plain torch script
+(:mod:`pytest_cgraph.plain`). The script is written against the newest torch
+the bug still fails on, as a report to file would be: from the newest
+baseline holding the bug whose torch can be run here, this interpreter's or
+one given with ``--python RELEASE=PYTHON`` (a venv with that torch). Where no
+form yields a script, the page shows the program of its first form and why
+(a form recorded on CUDA cannot be run on a machine without a GPU: the page
+says so). Generating runs every script, a few minutes; ``--check`` reads only
+the bugs files and the page, so a test can tell a bugs file edited without
+the page.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
+import subprocess
 import sys
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_cgraph.plain import PlainResult, make_plain
+from pytest_cgraph.plain import make_plain
 from pytest_cgraph.registry import BASELINE_ROOT, BUGS_FILE, Bug, read_bugs, recorded_settings
-from pytest_cgraph.severity import ORDER
+from pytest_cgraph.severity import ORDER, Severity
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "known-bugs.md"
 #: Forms tried per bug before the page shows a program instead of a script.
 FORMS_TRIED = 3
-#: Plain results by entry text: a form shared by two baselines is run once.
-_RESULTS: dict[str, PlainResult] = {}
+#: A plain script's run, limited: ``make_plain`` bounds each of its runs itself.
+SCRIPT_LIMIT = 900.0
+#: Headings of the severity groups.
+GROUPS = {
+    Severity.SILENT: "Silent wrong results",
+    Severity.METADATA: "Wrong metadata or identity",
+    Severity.CRASH: "Compiled raises where eager runs",
+    Severity.UNSUPPORTED: "Documented limitations",
+}
+
+
+def _release(name: str) -> tuple[int, ...]:
+    """``torch-2.14`` or ``2.14.1+cu130`` -> ``(2, 14)``."""
+    return tuple(int(part) for part in re.findall(r"\d+", name.split("+")[0])[:2])
 
 
 def baselines() -> list[Path]:
     """The shipped baselines with a bugs file, newest torch first."""
     found = [path for path in BASELINE_ROOT.glob("torch-*") if (path / BUGS_FILE).is_file()]
+    return sorted(found, key=lambda path: _release(path.name.removeprefix("torch-")), reverse=True)
 
-    def release(path: Path) -> tuple[int, ...]:
-        return tuple(int(part) for part in path.name.removeprefix("torch-").split("."))
 
-    return sorted(found, key=release, reverse=True)
+@dataclass(frozen=True)
+class PageBug:
+    """One bug as the page shows it: the newest baseline's record of it, and every
+    baseline holding it (newest first) with its record there."""
+
+    bug: Bug
+    held: tuple[tuple[Path, Bug], ...]
+
+    @property
+    def checked(self) -> dict[str, str]:
+        """What its forms gave on each torch, from every baseline's record."""
+        merged: dict[str, str] = {}
+        for _, bug in reversed(self.held):
+            merged.update(bug.checked)
+        return merged
+
+
+def page_bugs() -> list[PageBug]:
+    """Every bug of every baseline, once, in the newest baseline's order."""
+    held: dict[str, list[tuple[Path, Bug]]] = {}
+    for directory in baselines():
+        for bug in read_bugs(directory):
+            held.setdefault(bug.id, []).append((directory, bug))
+    return [PageBug(records[0][1], tuple(records)) for records in held.values()]
 
 
 def bug_line(bug: Bug) -> str:
@@ -45,87 +89,181 @@ def bug_line(bug: Bug) -> str:
     return f"### `{bug.id}` ({bug.severity.value}): {bug.title}"
 
 
+def baselines_line(directory: Path, count: int) -> str:
+    """The summary line of one baseline; ``--check`` looks for it verbatim."""
+    return f"- `{directory.name}`: {count} bugs"
+
+
 def _device(path: Path) -> str:
     return str(recorded_settings(path).get("device") or "cpu")
 
 
-def example(directory: Path, bug: Bug) -> str:
-    """A bug's plain script (verified here), or its first form's program and why."""
-    tried: list[str] = []
-    for form in bug.forms[:FORMS_TRIED]:
-        path = directory / form
-        if _device(path).startswith("cuda"):
-            tried.append(f"{form}: recorded on CUDA, not run here")
-            continue
-        text = path.read_text()
-        result = _RESULTS.get(text) or make_plain(path)
-        _RESULTS[text] = result
-        if result.verified and result.script:
-            return (
-                f"Plain script ({result.verdict.removeprefix('VERIFIED: ')}; from `{form}`):\n\n"
-                f"```python\n{result.script.rstrip()}\n```\n"
+@dataclass(frozen=True)
+class Script:
+    """A form's plain script, if one verified, and the verdict line."""
+
+    text: str | None
+    verdict: str
+
+    @property
+    def verified(self) -> bool:
+        return self.text is not None and self.verdict.startswith("VERIFIED")
+
+
+#: Scripts by (interpreter, entry text): a form shared by two baselines is run once.
+_SCRIPTS: dict[tuple[str | None, str], Script] = {}
+
+
+def plain_script(path: Path, python: str | None) -> Script:
+    """``path``'s plain script, made here (``python`` None) or by another interpreter."""
+    key = (python, path.read_text())
+    if key in _SCRIPTS:
+        return _SCRIPTS[key]
+    if python is None:
+        result = make_plain(path)
+        script = Script(result.script if result.verified else None, result.verdict)
+    else:
+        with tempfile.TemporaryDirectory(prefix="cgraph-page-") as directory:
+            out = Path(directory) / "plain.py"
+            run = subprocess.run(
+                [python, "-m", "pytest_cgraph.plain", str(path), "--out", str(out)],
+                capture_output=True,
+                text=True,
+                timeout=SCRIPT_LIMIT,
             )
-        tried.append(f"{form}: {result.verdict}")
-    first = directory / bug.forms[0]
-    program = str(recorded_settings(first).get("program", "")).rstrip()
-    why = "; ".join(tried)
+            lines = [line for line in run.stdout.splitlines() if line.strip()]
+            verdict = lines[-1] if lines else f"no verdict (exit {run.returncode})"
+            text = out.read_text() if run.returncode == 0 and out.exists() else None
+            script = Script(text, verdict)
+    _SCRIPTS[key] = script
+    return script
+
+
+def example(entry: PageBug, pythons: dict[tuple[int, ...], str]) -> str:
+    """A bug's plain script, verified on the newest torch that can run one of its
+    baselines here, or its first form's program and why none is shown."""
+    here = _torch_release()
+    tried: list[str] = []
+    for directory, bug in entry.held:
+        release = _release(directory.name.removeprefix("torch-"))
+        python = None if release == here else pythons.get(release)
+        if release != here and python is None:
+            continue  # that torch is not installed here
+        for form in bug.forms[:FORMS_TRIED]:
+            path = directory / form
+            if _device(path).startswith("cuda"):
+                tried.append(f"{form}: recorded on CUDA, not run here")
+                continue
+            script = plain_script(path, python)
+            if script.verified and script.text:
+                return (
+                    f"Plain script ({script.verdict.removeprefix('VERIFIED: ')}; from "
+                    f"`{directory.name}/{form}`):\n\n```python\n{script.text.rstrip()}\n```\n"
+                )
+            tried.append(f"{form}: {script.verdict}")
+    directory, bug = entry.held[0]
+    program = str(recorded_settings(directory / bug.forms[0]).get("program", "")).rstrip()
+    why = "; ".join(tried) or "no baseline holding it is of a torch installed here"
     return (
-        f"No plain script verified here ({why}). The program of `{bug.forms[0]}` "
-        f"(`python -m pytest_cgraph.record --export {directory.name}/{bug.forms[0]} "
-        f"OUT.py && python OUT.py` replays it):\n\n```python\n{program}\n```\n"
+        f"No plain script verified here ({why}). The program of "
+        f"`{directory.name}/{bug.forms[0]}` (`python -m pytest_cgraph.record --export "
+        f"{directory.name}/{bug.forms[0]} OUT.py && python OUT.py` replays it):\n\n"
+        f"```python\n{program}\n```\n"
     )
 
 
-def render(with_examples: bool = True) -> str:
+def _torch_release() -> tuple[int, ...]:
+    import torch
+
+    return _release(torch.__version__)
+
+
+def _entry(entry: PageBug, pythons: dict[tuple[int, ...], str], with_examples: bool) -> str:
+    bug = entry.bug
+    parts = [f"\n{bug_line(bug)}\n\n", f"- upstream: {bug.upstream}\n"]
+    if entry.checked:
+        results = "; ".join(
+            f"{version}: {result}"
+            for version, result in sorted(entry.checked.items(), key=lambda i: _release(i[0]))
+        )
+        parts.append(f"- checked on torch {results}\n")
+    parts.append(
+        "- baselines: "
+        + ", ".join(f"`{d.name}` ({len(b.forms)} forms)" for d, b in entry.held)
+        + "\n"
+    )
+    parts.append(f"- essential calls: {', '.join(f'`{c}`' for c in bug.essential) or 'none'}\n")
+    newest, _ = entry.held[0]
+    parts.append(
+        f"- forms in `{newest.name}`: {', '.join(f'`{f}`' for f in bug.forms)}\n\n"
+        + " ".join(bug.mechanism.split())
+        + "\n\n"
+    )
+    if with_examples:
+        parts.append(example(entry, pythons))
+    return "".join(parts)
+
+
+def render(with_examples: bool = True, pythons: dict[tuple[int, ...], str] | None = None) -> str:
     """The whole page."""
+    entries = page_bugs()
     parts = [
-        "# Known torch differences\n",
+        "# Known torch differences\n\n",
         "Generated by `scripts/known_bugs_page.py` from the bugs files of the shipped "
         "baselines (`pytest_cgraph/known/torch-*/bugs.toml`); do not edit by hand. A bug "
         "is one mechanism; its forms are the registry entries (programs) by which "
         "campaigns met it. A failure matching a form's signature and layer, or a bug's "
-        "essential calls, is reported as that bug, seen again.\n",
-    ]
-    for directory in baselines():
-        bugs = read_bugs(directory)
-        counts = ", ".join(
-            f"{sum(b.severity is s for b in bugs)} {s.value}"
+        "essential calls, is reported as that bug, seen again. Each bug is listed once, "
+        "with the torch releases it was checked on; its plain script is written against "
+        "the newest of them it still fails on.\n\n",
+        f"{len(entries)} bugs: "
+        + ", ".join(
+            f"{sum(e.bug.severity is s for e in entries)} {s.value}"
             for s in ORDER
-            if any(b.severity is s for b in bugs)
+            if any(e.bug.severity is s for e in entries)
         )
-        forms = sum(len(b.forms) for b in bugs)
-        parts.append(f"\n## {directory.name}: {len(bugs)} bugs ({counts}), {forms} forms\n")
-        for severity in ORDER:
-            for bug in (b for b in bugs if b.severity is severity):
-                parts.append(f"\n{bug_line(bug)}\n\n")
-                parts.append(f"- upstream: {bug.upstream}\n")
-                parts.append(
-                    f"- essential calls: {', '.join(f'`{c}`' for c in bug.essential) or 'none'}\n"
-                )
-                parts.append(
-                    f"- forms ({len(bug.forms)}): {', '.join(f'`{f}`' for f in bug.forms)}\n\n"
-                )
-                parts.append(" ".join(bug.mechanism.split()) + "\n\n")
-                if with_examples:
-                    parts.append(example(directory, bug))
+        + ". The baselines:\n\n",
+        *(f"{baselines_line(d, len(read_bugs(d)))}\n" for d in baselines()),
+    ]
+    for severity in ORDER:
+        group = [e for e in entries if e.bug.severity is severity]
+        if group:
+            parts.append(f"\n## {GROUPS[severity]} ({len(group)})\n")
+            parts += [_entry(e, pythons or {}, with_examples) for e in group]
     return "".join(parts)
 
 
 def stale(page: str) -> list[str]:
-    """What the page lacks of the bugs files: a bug line per bug, each baseline's header."""
-    missing = []
-    for directory in baselines():
-        bugs = read_bugs(directory)
-        if f"\n## {directory.name}: {len(bugs)} bugs" not in page:
-            missing.append(f"the header of {directory.name} with {len(bugs)} bugs")
-        missing += [bug_line(bug) for bug in bugs if bug_line(bug) not in page]
-    return missing
+    """What the page lacks of the bugs files: a bug line per bug, each baseline's line."""
+    missing = [
+        baselines_line(d, len(read_bugs(d)))
+        for d in baselines()
+        if baselines_line(d, len(read_bugs(d))) not in page
+    ]
+    return missing + [bug_line(e.bug) for e in page_bugs() if bug_line(e.bug) not in page]
+
+
+def _python_option(text: str) -> tuple[tuple[int, ...], str]:
+    release, _, python = text.partition("=")
+    if not python or not _release(release):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give RELEASE=PYTHON, e.g. 2.14=venv/bin/python"
+        )
+    return _release(release), python
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="only say whether the page is stale")
     parser.add_argument("--out", type=Path, default=PAGE, help=f"the page ({PAGE.name})")
+    parser.add_argument(
+        "--python",
+        type=_python_option,
+        action="append",
+        default=[],
+        metavar="RELEASE=PYTHON",
+        help="an interpreter with that torch release, for the baselines of that release",
+    )
     args = parser.parse_args(argv)
     if args.check:
         missing = stale(args.out.read_text() if args.out.exists() else "")
@@ -134,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         if missing:
             print(f"{args.out} is stale: run python scripts/known_bugs_page.py", file=sys.stderr)
         return 1 if missing else 0
-    args.out.write_text(render())
+    args.out.write_text(render(pythons=dict(args.python)))
     print(f"wrote {args.out}")
     return 0
 

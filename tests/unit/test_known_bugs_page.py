@@ -18,13 +18,33 @@ def test_a_bug_retitled_in_its_bugs_file_makes_the_page_stale() -> None:
     assert known_bugs_page.stale(page.replace(first, first.upper())) == [first]
 
 
-def test_silent_bugs_come_first_in_each_baseline() -> None:
+def test_each_bug_is_listed_once_and_silent_bugs_come_first() -> None:
     page = known_bugs_page.PAGE.read_text()
-    for section in page.split("\n## ")[1:]:
-        severities = [
-            line.split("(", 1)[1].split(")", 1)[0]
-            for line in section.splitlines()
-            if line.startswith("### `")
-        ]
-        order = ["silent", "metadata", "crash", "unsupported"]
-        assert severities == sorted(severities, key=order.index)
+    lines = [line for line in page.splitlines() if line.startswith("### `")]
+    ids = [line.split("`")[1] for line in lines]
+    assert len(ids) == len(set(ids)) == len(known_bugs_page.page_bugs())
+    severities = [line.split("(", 1)[1].split(")", 1)[0] for line in lines]
+    order = ["silent", "metadata", "crash", "unsupported"]
+    assert severities == sorted(severities, key=order.index)
+    assert severities[0] == "silent"
+
+
+def test_a_bug_held_by_two_baselines_shows_both_and_what_each_torch_gave() -> None:
+    entry = next(e for e in known_bugs_page.page_bugs() if len(e.held) > 1 and e.checked)
+    held = [directory.name for directory, _ in entry.held]
+    assert held == sorted(held, key=lambda name: known_bugs_page._release(name), reverse=True)
+    text = known_bugs_page._entry(entry, {}, with_examples=False)
+    for directory, bug in entry.held:
+        assert f"`{directory.name}` ({len(bug.forms)} forms)" in text
+    for version, result in entry.checked.items():
+        assert f"{version}: {result}" in text
+
+
+def test_a_baseline_that_gained_a_bug_makes_the_page_stale() -> None:
+    page = known_bugs_page.PAGE.read_text()
+    directory = known_bugs_page.baselines()[0]
+    count = len(known_bugs_page.read_bugs(directory))
+    line = known_bugs_page.baselines_line(directory, count)
+    assert line in page
+    older = page.replace(line, known_bugs_page.baselines_line(directory, count - 1))
+    assert known_bugs_page.stale(older) == [line]

@@ -25,7 +25,7 @@ def _config(repro_dir: Path) -> SimpleNamespace:
     return SimpleNamespace(stash={OPTIONS_KEY: options})
 
 
-@pytest.mark.parametrize("version", ["2.12.0+cu128", "2.14.0", "2.14.0.dev20270101+cu130"])
+@pytest.mark.parametrize("version", ["2.12.0+cu128", "2.15.0", "2.15.0.dev20270101+cu130"])
 def test_today_a_run_on_another_torch_loads_no_baseline_at_all(
     version: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -45,6 +45,8 @@ def test_the_running_torch_keeps_its_own_baseline(
 
 def test_the_shipped_baselines_are_found_by_release() -> None:
     assert shipped_baselines()[(2, 13)] == BASELINE_ROOT / "torch-2.13"
+    assert shipped_baselines()[(2, 14)] == BASELINE_ROOT / "torch-2.14"
+    assert baseline_dir("2.14.1+cu130") == BASELINE_ROOT / "torch-2.14"
     # Re-checked and found on an H100 with torch 2.11.0+cu130.
     assert shipped_baselines()[(2, 11)] == BASELINE_ROOT / "torch-2.11"
     assert baseline_dir("2.11.0+cu130") == BASELINE_ROOT / "torch-2.11"
@@ -95,7 +97,7 @@ def test_the_note_says_which_baseline_is_nearest_and_whether_it_is_used() -> Non
         "no baseline of known torch differences for torch 2.12 (nearest: torch-2.13, "
         "not used): torch's own differences count as new"
     )
-    assert baseline_note("2.14.0", rechecked=57) == (
-        "no baseline of known torch differences for torch 2.14: 57 entries of torch-2.13 "
+    assert baseline_note("2.15.0", rechecked=57) == (
+        "no baseline of known torch differences for torch 2.15: 57 entries of torch-2.14 "
         "that reproduce here are known, the rest count as new"
     )

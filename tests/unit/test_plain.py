@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_cgraph import plain
 from pytest_cgraph.plain import ProgramText, inputs_body, main, make_plain
 from pytest_cgraph.registry import read_bugs
 
@@ -49,7 +50,9 @@ def _imports(script: str) -> set[str]:
         pytest.param(
             "grad-grad-aot_eager-2.toml",
             1,
-            "torch.testing.assert_close(compiled_args[1].grad, eager_args[1].grad",
+            # The program never reads its first input a0: the script leaves it out, and
+            # checks p1's grad where it now is.
+            "torch.testing.assert_close(compiled_args[0].grad, eager_args[0].grad",
             id="grad",
         ),
         pytest.param(
@@ -148,3 +151,191 @@ def test_a_report_ready_to_file_carries_the_bug_the_script_and_what_it_printed(
     assert "First diverging layer: aot_eager" in report
     assert "PyTorch version: 2.13.0+cpu" in report
     assert "pytest_cgraph" not in report.split("### Versions")[0]  # nothing of the harness
+    # Where the bug was replayed, oldest torch first: it is filed against the newest.
+    assert bug.checked, "the baseline records what each torch gave"
+    replayed = "; ".join(f"torch {v}: {r}" for v, r in sorted(bug.checked.items()))
+    assert f"Replayed on {replayed}." in report
+
+
+# ------------------------------------------------------- inputs never read
+
+
+def _entry(tmp_path: Path, program: str, signature: str = "mutation-argument") -> Path:
+    """A baseline entry of ``program`` on aot_eager, as the harness records one."""
+    path = tmp_path / f"{signature}-aot_eager.toml"
+    path.write_text(
+        f"# pytest-cgraph entry\n# signature: {signature}-aot_eager\n# layer: aot_eager\n\n"
+        f'signature = "{signature}"\nbackend = "aot_eager"\nbackend_modules = []\n'
+        f"device = \"cpu\"\n\nprogram = '''\n{program}'''\n"
+    )
+    return path
+
+
+def _unread(source: str) -> tuple[int, ...]:
+    return ProgramText.parse(
+        f"import torch\n\n{source}\n\ndef inputs(k):\n"
+        "    return (torch.ones(1), torch.ones(1), torch.ones(1))\n"
+    ).unread_inputs()
+
+
+@pytest.mark.parametrize(
+    ("program", "unread"),
+    [
+        pytest.param("def program(a0, a1, a2):\n    return (a1 + 1,)", (0, 2), id="plain"),
+        pytest.param(
+            "def program(a0, a1, a2):\n    f = lambda: a0 * 2\n    return (a1 + f(),)",
+            (2,),
+            id="lambda",
+        ),
+        pytest.param(
+            "def program(a0, a1, a2):\n    def f():\n        return a2 * 2\n    return (a1 + f(),)",
+            (0,),
+            id="closure",
+        ),
+        pytest.param("def program(*args):\n    return (args[1] + 1,)", (), id="star-args"),
+        pytest.param("def program(a0, *rest):\n    return (rest[0] + 1,)", (0,), id="star-rest"),
+        pytest.param("def program(a0, a1, a2):\n    return (locals()['a0'] + 1,)", (), id="locals"),
+        pytest.param("def program(a0, a1, a2=None):\n    return (a1 + 1,)", (0,), id="a-default"),
+        pytest.param(
+            "def program(a0, a1, a2):\n    del a0\n    a2 = a1 + 1\n    return (a2,)",
+            (),
+            id="del-and-rebind",
+        ),
+        pytest.param(
+            "def program(a0, a1, a2):\n    f = lambda a0: a0 + 1\n    return (f(a1),)",
+            (2,),
+            id="shadowing-parameter",
+        ),
+        pytest.param(
+            "@torch.no_grad()\ndef program(a0, a1, a2):\n    return (a1 + 1,)", (), id="decorated"
+        ),
+        pytest.param(
+            "def program(a0, a1, a2):\n    return (a1 + 1,)\n\n"
+            "def twice(*args):\n    return program(*args), program(*args)",
+            (),
+            id="called-elsewhere",
+        ),
+    ],
+)
+def test_only_inputs_the_function_cannot_read_count_as_unread(
+    program: str, unread: tuple[int, ...]
+) -> None:
+    assert _unread(program) == unread
+
+
+def test_leaving_inputs_out_takes_their_parameters_and_only_their_statements() -> None:
+    program = ProgramText.parse(
+        "import torch\n\n"
+        "def program(a0, a1, a2, a3):\n    return (a0 + a2,)\n\n"
+        "def inputs(k):\n"
+        "    g = torch.Generator().manual_seed(1000 + k)\n"
+        "    a0 = torch.randn((1,), generator=g)\n"
+        "    a1 = torch.randn((2,), generator=g)[::2]\n"
+        "    a1.requires_grad_(True)\n"
+        "    a2 = torch.randn((1,), generator=g)\n"
+        "    a3 = a2.add_(1)\n"  # writes a2 in place: stays
+        "    return (a0, a1, a2, a3)\n"
+    )
+    assert program.unread_inputs() == (1, 3)
+    without = program.without_inputs((1, 3))
+    assert ast.unparse(without.inputs).splitlines()[1:] == [
+        "    g = torch.Generator().manual_seed(1000 + k)",
+        "    a0 = torch.randn((1,), generator=g)",
+        "    a2 = torch.randn((1,), generator=g)",
+        "    a3 = a2.add_(1)",
+        "    return (a0, a2)",
+    ]
+    assert without.definitions(False, [])[0].startswith("def fn(a0, a2):")
+    # The program as parsed is left as it was, for the plans that keep every input.
+    assert ast.unparse(program.inputs).endswith("return (a0, a1, a2, a3)")
+    assert program.definitions(False, [])[0].startswith("def fn(a0, a1, a2, a3):")
+
+
+def test_an_unread_input_is_left_out_of_the_script_which_still_verifies() -> None:
+    entry = BASELINE / "mutation-argument-aot_eager-4.toml"  # foreach-duplicate-tensor
+    assert "def program(a0, a1):" in entry.read_text()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = make_plain(entry)
+    assert result.verified, (result.verdict, result.attempts, result.script)
+    assert result.script is not None
+    assert "a1" not in result.script
+    assert "def fn(a0):" in result.script
+    assert "eager_args = (a0,)" in result.script
+    assert "torch.testing.assert_close(compiled_args[0], eager_args[0]" in result.script
+    assert result.lines <= 19  # 20 with a1 drawn, passed and taken
+
+
+def test_an_input_read_through_a_closure_stays_and_the_check_follows_its_position(
+    tmp_path: Path,
+) -> None:
+    # a0 is never read; a1 only inside a lambda; what differs is a2, written twice
+    # through a foreach op over a list that holds it twice.
+    entry = _entry(
+        tmp_path,
+        "import torch\n\n"
+        "def program(a0, a1, a2):\n"
+        "    f = lambda: a1 * 2\n"
+        "    torch._foreach_add_([a2, a2], 1.5)\n"
+        "    return (f(),)\n\n"
+        "def inputs(k):\n"
+        "    g = torch.Generator().manual_seed(1000)\n"
+        "    a0 = torch.randn((3,), generator=g)\n"
+        "    a1 = torch.randn((1,), generator=g)\n"
+        "    a2 = torch.randn((1,), generator=g)\n"
+        "    return (a0, a1, a2)\n\n"
+        "ITERS = 2\n",
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = make_plain(entry)
+    assert result.verified, (result.verdict, result.attempts, result.script)
+    assert result.script is not None
+    assert "a0" not in result.script
+    assert "def fn(a1, a2):" in result.script
+    assert "eager_args = (a1, a2)" in result.script
+    # a2 was the third input and is the second now: the check reads it there.
+    assert "torch.testing.assert_close(compiled_args[1], eager_args[1]" in result.script
+    assert 'print("compiled:", compiled_args[1])' in result.script
+
+
+def test_a_script_that_fails_without_its_unread_inputs_falls_back_to_all_of_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = plain.run_scripts
+
+    def without_a1_it_passes(texts: list[str], limit: float = plain.RUN_LIMIT) -> list[plain.Run]:
+        runs = real(texts, limit)
+        return [
+            plain.Run(0, "") if "def fn(a0):" in t else r for t, r in zip(texts, runs, strict=True)
+        ]
+
+    monkeypatch.setattr(plain, "run_scripts", without_a1_it_passes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = make_plain(BASELINE / "mutation-argument-aot_eager-4.toml")
+    assert result.verified, (result.verdict, result.attempts, result.script)
+    assert result.script is not None
+    assert "def fn(a0, a1):" in result.script
+    assert result.attempts == [
+        "1 call(s), deepcopy inputs, unread inputs 1 left out: passes on the backend"
+    ]
+
+
+def test_without_its_unread_view_a_finding_copies_its_inputs_with_deepcopy() -> None:
+    # a1, never read, is a view: inputs() would have to run once per side with it.
+    entry = BASELINE / "metadata-argument-requires_grad-aot_eager-2.toml"
+    assert "a1 = torch.randn((2,), generator=g)[::2]" in entry.read_text()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        facts = plain.eager_facts(plain.Finding.read(entry).source)
+        result = make_plain(entry)
+    assert (facts.deep_copyable, facts.uncopyable) == (False, frozenset({1}))
+    assert facts.without_inputs((1, 2)).deep_copyable
+    assert facts.without_inputs((0,)).uncopyable == frozenset({0})
+    assert result.verified, (result.verdict, result.attempts, result.script)
+    assert result.script is not None
+    assert "a1" not in result.script and "a2" not in result.script
+    assert "compiled_args = copy.deepcopy(eager_args)" in result.script
+    assert "def inputs" not in result.script
+    assert "assert compiled_args[0].requires_grad == eager_args[0].requires_grad" in result.script
