@@ -14,7 +14,14 @@ import re
 from pathlib import Path
 
 from pytest_cgraph.errors import CgraphError
-from pytest_cgraph.registry import BUGS_FILE, Bug, KnownBug, read_bugs, read_entry
+from pytest_cgraph.registry import (
+    BUGS_FILE,
+    Bug,
+    KnownBug,
+    read_bugs,
+    read_entry,
+    version_order,
+)
 from pytest_cgraph.severity import severity_of_entry, worst
 
 BUG_HEADER = "[[bug]]\n"
@@ -107,13 +114,9 @@ def add_form(directory: Path, bug_id: str, form: str) -> Bug:
 
 def _checked_line(checked: dict[str, str]) -> str:
     """A bug's ``checked`` table as one TOML line, oldest torch first."""
-
-    def release(version: str) -> tuple[int, ...]:
-        return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0]))
-
     pairs = ", ".join(
         f"{_toml_string(version)} = {_toml_string(result)}"
-        for version, result in sorted(checked.items(), key=lambda item: release(item[0]))
+        for version, result in sorted(checked.items(), key=lambda item: version_order(item[0]))
     )
     return f"checked = {{ {pairs} }}\n"
 

@@ -45,7 +45,13 @@ class NewBugsFound(CgraphError, AssertionError):
     """An item found one or more new signatures; its report lists them all."""
 
     def __init__(self, family: str, found: list[Failure], stalled: bool, verbose: bool) -> None:
-        parts = [f"{len(found)} new failure signature(s) in {family} programs"]
+        signatures = len({failure.signature for failure in found})
+        # Two bugs of one signature (reached through other hazards) are two failures.
+        parts = [
+            f"{len(found)} new failure(s) under {signatures} signature(s) in {family} programs"
+            if len(found) != signatures
+            else f"{len(found)} new failure signature(s) in {family} programs"
+        ]
         for number, failure in enumerate(found, start=1):
             parts.append(f"\n[{number}] {failure.signature}\n{failure.report(verbose)}")
         if stalled:

@@ -11,6 +11,13 @@ up before a failure is shrunk. A worker on another host, where no such
 directory exists, keeps its own set, as a single process does. Two
 workers finding the same bug at the same moment both shrink it, and the
 controller writes its repro once.
+
+What the set holds for a bug is its signature and the hazard classes of
+its minimal program's calls (:func:`found_key`), so a run tells its own
+findings apart as a later run tells its repro files apart
+(:meth:`pytest_cgraph.registry.KnownBug.claims`): a wrong value after a
+random draw and one after a lost write are two bugs of one signature, and
+the first met again through other random ops is the same bug.
 """
 
 from __future__ import annotations
@@ -19,6 +26,34 @@ import hashlib
 import os
 from collections.abc import Iterable, Iterator, MutableSet
 from pathlib import Path
+
+from pytest_cgraph.hazards import hazards, required_hazards
+
+#: Between a found key's signature and its hazard classes (no signature holds one).
+_SEPARATOR = "\t"
+
+
+def found_key(signature: str, calls: Iterable[str]) -> str:
+    """What the found set holds for a new bug: its signature, and the hazard classes
+    of the calls its minimal program makes."""
+    return signature + _SEPARATOR + "+".join(sorted(required_hazards(calls)))
+
+
+def found_claims(found: Iterable[str], signature: str, calls: Iterable[str]) -> bool:
+    """Whether a bug already found (a key of ``found``) is the one a program making
+    ``calls`` fails with, by ``signature``: every hazard of the found bug's minimal
+    program is among the program's."""
+    have = hazards(calls)
+    for key in found:
+        found_signature, _, classes = key.partition(_SEPARATOR)
+        if found_signature == signature and set(filter(None, classes.split("+"))) <= have:
+            return True
+    return False
+
+
+def found_signature(found: Iterable[str], signature: str) -> bool:
+    """Whether any bug of ``signature`` was found (whatever its calls)."""
+    return any(key.partition(_SEPARATOR)[0] == signature for key in found)
 
 
 class FoundSignatures(MutableSet[str]):

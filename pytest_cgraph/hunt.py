@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cgraph.errors import CgraphError
 from pytest_cgraph.failures import Case, Failure, Outcome, Verdict
+from pytest_cgraph.findings import found_claims, found_key, found_signature
 from pytest_cgraph.oracle.difference import Difference
 from pytest_cgraph.registry import KnownBug, Registry, program_ops
 from pytest_cgraph.seeded_draws import without_local_constants
@@ -241,8 +242,9 @@ class Hunt:
             examples_to_failure=self._drawn_at_failure,
             seconds_to_repro=round(seconds, 2) if seconds is not None else None,
         )
-        self.new[failure.signature] = recorded
-        self.found_in_run.add(failure.signature)
+        key = found_key(failure.signature, program_ops(failure.case.source))
+        self.new[key] = recorded
+        self.found_in_run.add(key)
         self.stats.failures.append(recorded)
         self.progress(self)
 
@@ -251,7 +253,7 @@ class Hunt:
         while self.set_aside:
             signature = next(iter(self.set_aside))
             choices = self.set_aside.pop(signature)
-            if signature not in self.found_in_run:
+            if not found_signature(self.found_in_run, signature):
                 return choices
         return None
 
@@ -260,7 +262,7 @@ class Hunt:
         from pytest_cgraph.set_aside import current_choices
 
         signature = failure.signature
-        if signature in self.set_aside or signature in self.found_in_run:
+        if signature in self.set_aside or found_signature(self.found_in_run, signature):
             return
         if len(self.set_aside) + len(self.new) >= MAX_NEW:
             return
@@ -415,7 +417,9 @@ class Hunt:
         if difference is None:
             self.ends_in_a_row = 0
             return None
-        if known is not None or difference.signature in self.found_in_run:
+        if known is not None or found_claims(
+            self.found_in_run, difference.signature, program_ops(case.source)
+        ):
             self.known_hits += 1
             self.ends_in_a_row = self.ends_in_a_row + 1 if difference.ends_process else 0
             return None

@@ -231,7 +231,8 @@ class LiveRun:
 
     def _note_new_signatures(self, stats: RunStats) -> None:
         """Findings over time: when each signature was first seen, and after how many programs."""
-        fresh = [signature for signature in stats.hits if signature not in self._seen]
+        seen_now = [*stats.hits, *stats.known_hits]
+        fresh = [signature for signature in dict.fromkeys(seen_now) if signature not in self._seen]
         if not fresh:
             return
         programs = sum(item.programs for item in self.items.values())

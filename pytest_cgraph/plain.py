@@ -1396,15 +1396,13 @@ def _bug_of(path: Path) -> Any:
 def _checked_sentence(checked: dict[str, str]) -> str:
     """Where a known bug was replayed and what its forms gave, oldest torch first: a
     reader files it against the newest torch it still fails on, or not at all."""
+    from pytest_cgraph.registry import version_order
+
     if not checked:
         return ""
-
-    def release(version: str) -> tuple[int, ...]:
-        return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0]))
-
     results = "; ".join(
         f"torch {version}: {result}"
-        for version, result in sorted(checked.items(), key=lambda item: release(item[0]))
+        for version, result in sorted(checked.items(), key=lambda item: version_order(item[0]))
     )
     return f"Replayed on {results}.\n\n"
 

@@ -23,9 +23,13 @@ carries an exception's message or the failure ends its process, either of
 which names the bug by itself — its first diverging layer must be the
 entry's too. Where a signature is broad (no message, a dead process's site,
 or a message that entries of different calls share), the failing program
-must also make every call of one entry's minimal program. So a new wrong
-gradient that only the backend under test produces is never hidden by a
-known one that AOTAutograd produces.
+must also make a call of every hazard class the entry's minimal program
+makes (a random draw, an in-place write, a transfer...: :mod:`pytest_cgraph.hazards`),
+or every call an entry declares (``ops = [...]``). So a new wrong gradient
+that only the backend under test produces is never hidden by a known one
+that AOTAutograd produces, a wrong value after a random draw by one after
+a lost write, and one bug met again through other ops of the same kinds is
+known, as the run that found it counts it.
 
 A registry directory may also hold a *bugs file* (``bugs.toml``, not an
 entry) that groups its entries by bug: one mechanism reached through
@@ -51,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_cgraph.failures import siteless_signature
+from pytest_cgraph.hazards import hazards, required_hazards
 from pytest_cgraph.oracle.difference import Difference
 from pytest_cgraph.repro_files import (
     BASE_SIGNATURE,
@@ -89,18 +94,25 @@ class KnownBug:
     #: That bug's essential calls, which replace ``ops`` as the condition: each
     #: item is a call, or calls joined by ``|`` of which the program makes one.
     essential: tuple[str, ...] | None = None
+    #: ``ops`` are its minimal program's calls, not declared: the condition is
+    #: their hazard classes (:mod:`pytest_cgraph.hazards`), not every call.
+    by_hazard: bool = False
 
     def claims(self, ops: frozenset[str]) -> bool:
         """Whether a failing program calling ``ops`` may be this bug."""
         if self.essential is not None:
             return all(any(call in ops for call in item.split("|")) for item in self.essential)
+        if self.by_hazard:
+            return required_hazards(self.ops) <= hazards(ops)
         return self.ops <= ops
 
     @property
     def kin(self) -> tuple[str, object]:
         """What tells this entry's claim from another's of its signature: its bug,
         or (an entry in no bug) its calls."""
-        return ("bug", self.bug) if self.bug is not None else ("ops", self.ops)
+        if self.bug is not None:
+            return ("bug", self.bug)
+        return ("hazards", required_hazards(self.ops)) if self.by_hazard else ("ops", self.ops)
 
     def to_json(self) -> dict[str, Any]:
         """Builtins only: an entry travels to xdist workers that cannot read its file."""
@@ -111,6 +123,7 @@ class KnownBug:
             "ops": sorted(self.ops),
             "bug": self.bug,
             "essential": list(self.essential) if self.essential is not None else None,
+            "by_hazard": self.by_hazard,
         }
 
     @classmethod
@@ -124,6 +137,7 @@ class KnownBug:
             frozenset(data["ops"]),
             data.get("bug"),
             tuple(essential) if essential is not None else None,
+            bool(data.get("by_hazard", False)),
         )
 
 
@@ -241,6 +255,7 @@ def read_entry(path: Path) -> KnownBug | None:
         declared if declared is not None else program_ops(_program_of(path, text)),
         bug.id if bug is not None else None,
         bug.essential if bug is not None else None,
+        by_hazard=declared is None and bug is None,
     )
 
 
@@ -516,6 +531,12 @@ def _release(torch_version: str) -> tuple[int, int] | None:
     """``2.11.0+cu128`` -> ``(2, 11)``; ``None`` for a version that names no release."""
     match = re.match(r"(\d+)\.(\d+)", torch_version)
     return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def version_order(version: str) -> tuple[int, ...]:
+    """``2.14.1+cu130`` -> ``(2, 14, 1)``: torch versions, and baselines' names
+    (``torch-2.14``), in release order."""
+    return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0]))
 
 
 def shipped_baselines() -> dict[tuple[int, int], Path]:

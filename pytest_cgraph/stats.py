@@ -143,8 +143,12 @@ class RunStats:
     invalid_reasons: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
     failures: list[Failure] = field(default_factory=list)
-    #: Failing programs seen per signature (new and known, shrinking included).
+    #: Failing programs of new bugs seen per signature (shrinking included).
     hits: Counter[str] = field(default_factory=Counter)
+    #: Failing programs of known bugs seen per signature: kept apart from
+    #: ``hits``, since one signature may be a known bug in one program and a
+    #: new one (other calls) in the next.
+    known_hits: Counter[str] = field(default_factory=Counter)
     #: Known signatures seen again: signature -> its repro file.
     known: dict[str, str] = field(default_factory=dict)
     #: What each known signature is filed as (its bug, its severity).
@@ -173,8 +177,10 @@ class RunStats:
     ) -> None:
         """A failing program; ``known_repro`` is the registry file of a known one, and
         ``severity`` that of its difference (a bug's own severity takes its place)."""
-        self.hits[signature] += 1
-        if known_repro is not None:
+        if known_repro is None:
+            self.hits[signature] += 1
+        else:
+            self.known_hits[signature] += 1
             self.known.setdefault(signature, known_repro)
             if self.known_as.get(signature, KnownAs()).severity is None:
                 self.known_as[signature] = filing_of(self.known[signature], severity)
@@ -206,6 +212,7 @@ class RunStats:
         self.skipped.update(other.skipped)
         self.failures.extend(other.failures)
         self.hits.update(other.hits)
+        self.known_hits.update(other.known_hits)
         for signature, repro in other.known.items():
             self.known.setdefault(signature, repro)
         for signature, filed in other.known_as.items():
@@ -238,7 +245,7 @@ class RunStats:
             )
             group = groups.setdefault(key, KnownGroup(filed))
             group.signatures[signature] = repro
-            group.hits += self.hits.get(signature, 0)
+            group.hits += self.known_hits.get(signature, 0)
         return sorted(
             groups.values(),
             key=lambda group: (
@@ -303,13 +310,14 @@ class RunStats:
             "known": [
                 {
                     "signature": signature,
-                    "hits": self.hits.get(signature, 0),
+                    "hits": self.known_hits.get(signature, 0),
                     "repro": repro,
                     **self.filed_as(signature).to_json(),
                 }
                 for signature, repro in sorted(self.known.items())
             ],
             "hits": dict(self.hits),
+            "known_hits": dict(self.known_hits),
         }
 
     @classmethod
@@ -329,6 +337,7 @@ class RunStats:
             skipped=Counter(data["skipped"]),
             failures=[Failure.from_json(failure) for failure in data["failures"]],
             hits=Counter(data.get("hits", {})),
+            known_hits=Counter(data.get("known_hits", {})),
             known={entry["signature"]: entry["repro"] for entry in data.get("known", [])},
             known_as={
                 entry["signature"]: KnownAs.from_json(entry) for entry in data.get("known", [])
@@ -427,7 +436,11 @@ def summary_lines(stats: RunStats, wall_seconds: float, known_ops: list[str]) ->
     for signature, (severity, found) in ordered:
         first = found[0]
         repro = first.repro
-        if repro is not None and repro.path:
+        # One signature reached through other hazards is several bugs: every repro.
+        paths = list(dict.fromkeys(f.repro.path for f in found if f.repro and f.repro.path))
+        if len(paths) > 1:
+            where = f"{len(paths)} bugs through other hazards: " + ", ".join(paths)
+        elif repro is not None and repro.path:
             where = repro.path
         else:
             where = f"{first.case.nodeid} ({repro.status if repro else 'no repro'})"

@@ -22,7 +22,6 @@ the page.
 from __future__ import annotations
 
 import argparse
-import re
 import subprocess
 import sys
 import tempfile
@@ -30,7 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_cgraph.plain import make_plain
-from pytest_cgraph.registry import BASELINE_ROOT, BUGS_FILE, Bug, read_bugs, recorded_settings
+from pytest_cgraph.registry import (
+    BASELINE_ROOT,
+    BUGS_FILE,
+    Bug,
+    read_bugs,
+    recorded_settings,
+    version_order,
+)
 from pytest_cgraph.severity import ORDER, Severity
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "known-bugs.md"
@@ -49,7 +55,7 @@ GROUPS = {
 
 def _release(name: str) -> tuple[int, ...]:
     """``torch-2.14`` or ``2.14.1+cu130`` -> ``(2, 14)``."""
-    return tuple(int(part) for part in re.findall(r"\d+", name.split("+")[0])[:2])
+    return version_order(name)[:2]
 
 
 def baselines() -> list[Path]:
@@ -144,11 +150,13 @@ def example(entry: PageBug, pythons: dict[tuple[int, ...], str]) -> str:
     baselines here, or its first form's program and why none is shown."""
     here = _torch_release()
     tried: list[str] = []
-    for directory, bug in entry.held:
-        release = _release(directory.name.removeprefix("torch-"))
-        python = None if release == here else pythons.get(release)
-        if release != here and python is None:
-            continue  # that torch is not installed here
+    # Newest torch first; a baseline of a torch not installed here last, run here
+    # (its forms may reproduce on this torch too: the script's first line says which).
+    runnable = [(d, b, _release(d.name.removeprefix("torch-"))) for d, b in entry.held]
+    order = [held for held in runnable if held[2] == here or held[2] in pythons]
+    order += [held for held in runnable if held not in order]
+    for directory, bug, release in order:
+        python = pythons.get(release) if release != here else None
         for form in bug.forms[:FORMS_TRIED]:
             path = directory / form
             if _device(path).startswith("cuda"):
@@ -163,7 +171,7 @@ def example(entry: PageBug, pythons: dict[tuple[int, ...], str]) -> str:
             tried.append(f"{form}: {script.verdict}")
     directory, bug = entry.held[0]
     program = str(recorded_settings(directory / bug.forms[0]).get("program", "")).rstrip()
-    why = "; ".join(tried) or "no baseline holding it is of a torch installed here"
+    why = "; ".join(tried)
     return (
         f"No plain script verified here ({why}). The program of "
         f"`{directory.name}/{bug.forms[0]}` (`python -m pytest_cgraph.record --export "
@@ -184,7 +192,7 @@ def _entry(entry: PageBug, pythons: dict[tuple[int, ...], str], with_examples: b
     if entry.checked:
         results = "; ".join(
             f"{version}: {result}"
-            for version, result in sorted(entry.checked.items(), key=lambda i: _release(i[0]))
+            for version, result in sorted(entry.checked.items(), key=lambda i: version_order(i[0]))
         )
         parts.append(f"- checked on torch {results}\n")
     parts.append(

@@ -287,6 +287,22 @@ def crash_by_arity(n: int, run: Callable[..., Any], args: Sequence[Any], state: 
 TWO_CRASHES = ReplayBackend("faulty_two_crashes", crash_by_arity)
 
 
+def frozen_rng_and_lost_mutation(
+    n: int, run: Callable[..., Any], args: Sequence[Any], state: dict
+) -> Any:
+    """Two independent replay faults in one backend: replays restart the random stream
+    where it stood at record time, and mutate private copies of the inputs. A
+    campaign meets each through many op mixes; each is one bug."""
+    if n == RECORD:
+        state["rng"] = torch.get_rng_state()
+    if n > RECORD:
+        torch.set_rng_state(state["rng"])
+    return lost_input_mutation(n, run, args, state)
+
+
+TWO_FAULTS = ReplayBackend("faulty_two_faults", frozen_rng_and_lost_mutation)
+
+
 def crash_on_replay(n: int, run: Callable[..., Any], args: Sequence[Any], state: dict) -> Any:
     """Every replay raises: one signature whatever the program."""
     if n > RECORD:
@@ -300,6 +316,7 @@ _registered = set(torch._dynamo.list_backends(exclude_tags=()))
 for _name, _backend in [
     *((f"faulty_{case.name}", case.backend) for case in FAULTS),
     ("faulty_two_crashes", TWO_CRASHES),
+    ("faulty_two_faults", TWO_FAULTS),
     ("faulty_crash_on_replay", CRASH_ON_REPLAY),
 ]:
     if _name not in _registered:

@@ -19,9 +19,10 @@ from hypothesis.database import InMemoryExampleDatabase
 
 from pytest_cgraph import hunt as hunt_module
 from pytest_cgraph.failures import Case, Failure, Outcome, ReproResult, ReproStatus, Verdict
+from pytest_cgraph.findings import found_key
 from pytest_cgraph.hunt import STALL_AFTER, Budget, HarnessError, Hunt
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
-from pytest_cgraph.registry import KnownBug, Registry
+from pytest_cgraph.registry import KnownBug, Registry, program_ops
 from pytest_cgraph.stats import RunStats
 
 WRONG_OUTPUT = Difference(Kind.VALUE, 2, Place(Role.OUTPUT, index=0))
@@ -281,7 +282,8 @@ def test_a_failure_an_earlier_hunt_of_the_process_found_is_passed_over_not_shrun
     found_in_run: set[str] = set()
     first, first_recorder = make_hunt(wrong_from_ten, examples=40, found_in_run=found_in_run)
     assert [failure.signature for failure in first.run()] == ["value-output"]
-    assert found_in_run == {"value-output"}
+    # The signature, and the hazard classes of its minimal program (none here).
+    assert found_in_run == {found_key("value-output", ())}
     second, second_recorder = make_hunt(wrong_from_ten, examples=40, found_in_run=found_in_run)
     assert second.run() == []
     assert second_recorder.recorded == [] and second.known_hits > 0
@@ -444,3 +446,30 @@ def test_the_runs_deadline_ends_a_shrink_with_the_smallest_program_so_far() -> N
     found = hunt.run()
     assert [failure.signature for failure in found] == ["value-output"]
     assert hunt.drawn < 200  # nothing drawn past the box
+
+
+@dataclass(frozen=True)
+class TwoHazards(Numbered):
+    """Below 500 the program writes in place; from 500 up it draws random numbers."""
+
+    def render(self) -> str:
+        call = "x.add_(1)" if self.number < 500 else "x = x + torch.rand_like(x)"
+        return f"def program(x):\n    {call}\n    return x * {self.number}\n"
+
+
+def test_one_signature_through_two_hazards_is_two_bugs_through_other_ops_of_one_it_is_one() -> None:
+    """As a later run tells its repro files apart by hazard, the run itself does: a
+    wrong value after an in-place write and one after a random draw are two bugs,
+    each shrunk and recorded once; neither is shrunk into the other."""
+    hunt, recorder = make_hunt(
+        wrong_from_ten,
+        strategy=st.integers(0, 1000).map(TwoHazards),
+        examples=300,
+        seed=2,
+    )
+    found = hunt.run()
+    assert sorted(failure.case.size for failure in found) == [10, 500]
+    assert len(recorder.recorded) == 2
+    calls = sorted(sorted(program_ops(failure.case.source)) for failure in found)
+    assert calls == [["add_"], ["rand_like"]]
+    assert hunt.known_hits > 0  # later programs of each, through other numbers

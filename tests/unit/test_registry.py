@@ -85,16 +85,22 @@ def test_a_crash_s_message_names_its_bug_whatever_the_layer_or_ops(tmp_path: Pat
 
 def test_a_message_several_entries_share_is_narrowed_by_their_ops(tmp_path: Path) -> None:
     """torch raises one version-counter message from many mechanisms: where two
-    entries share it, a program that makes neither's calls is a new bug."""
+    entries share it, a program that makes no call of the hazards of either
+    (here an in-place write, a random draw) is a new bug; one that writes in place
+    through another op is the first's."""
     repro(tmp_path, "by-mul", CRASH.signature, "aot_eager", "def program(a0):\n    a0.mul_(2)\n")
-    repro(tmp_path, "by-relu", CRASH.signature, "aot_eager", "def program(a0):\n    a0.relu()\n")
+    repro(
+        tmp_path, "by-rng", CRASH.signature, "aot_eager", "def program(a0):\n    a0.rand_like()\n"
+    )
     registry = Registry.load([tmp_path])
     assert not registry.needs_layer(CRASH)  # still a message: no ladder
     by_mul = registry.match(CRASH, lambda: None, frozenset({"mul_", "sin"}))
     assert by_mul is not None and by_mul.path.name == "by-mul.py"
-    by_relu = registry.match(CRASH, lambda: None, frozenset({"relu"}))
-    assert by_relu is not None and by_relu.path.name == "by-relu.py"
-    assert registry.match(CRASH, lambda: None, frozenset({"t_"})) is None
+    by_add = registry.match(CRASH, lambda: None, frozenset({"add_", "relu"}))
+    assert by_add is not None and by_add.path.name == "by-mul.py"
+    by_rng = registry.match(CRASH, lambda: None, frozenset({"randn_like"}))
+    assert by_rng is not None and by_rng.path.name == "by-rng.py"
+    assert registry.match(CRASH, lambda: None, frozenset({"t_", "relu"})) is None
 
 
 def test_one_entry_held_twice_does_not_share_its_message(tmp_path: Path) -> None:
@@ -220,16 +226,16 @@ def test_how_inputs_change_between_calls_is_an_op_too() -> None:
 def test_a_dead_process_is_known_by_its_site_and_its_programs_ops(tmp_path: Path) -> None:
     from pytest_cgraph.failures import IN_A_GRAPH, death
 
-    program = "def program(a0):\n    return (a0.unbind(0)[0],)\n"
+    program = "def program(a0):\n    a0.unsqueeze_(0)\n    return (a0.unbind(0)[0],)\n"
     in_graph = death("killed by SIGSEGV", "SIGSEGV", IN_A_GRAPH)
     repro(tmp_path, "in-graph", in_graph.signature, "none", program)
     # an entry of an older version, recorded without a site
     repro(tmp_path, "siteless", death("killed by SIGSEGV", "SIGSEGV").signature, "none", program)
     registry = Registry.load([tmp_path])
-    ops = frozenset({"unbind", "[i]", "sin"})
+    ops = frozenset({"squeeze_", "sin"})  # another in-place metadata change: the same bug
     first = registry.match(in_graph, lambda: None, ops)
     assert first is not None and first.path.name == "in-graph.py"
-    # the same site reached by a program without the entry's calls: a new bug
+    # the same site reached by a program without the entry's hazards: a new bug
     assert registry.match(in_graph, lambda: None, frozenset({"sin"})) is None
     # a site no entry names: only the siteless entry claims it, by its ops
     elsewhere = death("killed by SIGSEGV", "SIGSEGV", "in gen_alias (torch/_x.py)")
@@ -320,13 +326,13 @@ def test_essential_alternatives_and_an_empty_essential(tmp_path: Path) -> None:
 
 
 def test_forms_of_one_bug_do_not_make_a_shared_message_broad(tmp_path: Path) -> None:
-    for name, call in (("a", "mul_"), ("b", "add_")):
+    for name, call in (("a", "mul_(2)"), ("b", "t_()")):
         repro(
             tmp_path,
             f"crash-{name}",
             CRASH.signature,
             "aot_eager",
-            f"def program(a0):\n    a0.{call}(2)\n",
+            f"def program(a0):\n    a0.{call}\n",
         )
     assert Registry.load([tmp_path]).narrows(CRASH)  # two entries of other calls: broad
     bugs_file(
