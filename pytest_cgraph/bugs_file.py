@@ -11,6 +11,7 @@ check it.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 from pytest_cgraph.errors import CgraphError
@@ -23,6 +24,11 @@ from pytest_cgraph.registry import (
     version_order,
 )
 from pytest_cgraph.severity import severity_of_entry, worst
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - the same parser, before it joined the standard library
+    import tomli as tomllib
 
 BUG_HEADER = "[[bug]]\n"
 
@@ -112,6 +118,10 @@ def add_form(directory: Path, bug_id: str, form: str) -> Bug:
     return next(bug for bug in read_bugs(directory) if bug.id == bug_id)
 
 
+#: A bug's ``checked`` line, however it was written by hand.
+_CHECKED = re.compile(r"^checked\s*=")
+
+
 def _checked_line(checked: dict[str, str]) -> str:
     """A bug's ``checked`` table as one TOML line, oldest torch first."""
     pairs = ", ".join(
@@ -136,23 +146,25 @@ def set_checked(directory: Path, torch_version: str, results: dict[str, str]) ->
     preamble, *blocks = path.read_text().split(BUG_HEADER)
     written = []
     for block in blocks:
-        found = re.search(r'^id = "([^"]*)"$', block, re.MULTILINE)
+        found = re.search(r'^id\s*=\s*"([^"]*)"\s*$', block, re.MULTILINE)
         bug = bugs.get(found.group(1)) if found else None
         if bug is None or bug.id not in results:
             written.append(block)
             continue
         checked = {**bug.checked, torch_version: results[bug.id]}
-        lines = [
-            line for line in block.splitlines(keepends=True) if not line.startswith("checked = ")
-        ]
+        lines = [line for line in block.splitlines(keepends=True) if not _CHECKED.match(line)]
         at = next(
-            (i + 1 for i, line in enumerate(lines) if line.startswith("upstream = ")),
+            (i + 1 for i, line in enumerate(lines) if re.match(r"upstream\s*=", line)),
             len(lines) - len(_trailing_blank(lines)),
         )
         lines.insert(at, _checked_line(checked))
         written.append("".join(lines))
-    path.write_text(preamble + "".join(BUG_HEADER + block for block in written))
-    read_bugs(directory)  # what was written must read back
+    text = preamble + "".join(BUG_HEADER + block for block in written)
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:  # never write a file that does not read back
+        raise ValueError(f"{path}: the checked tables would not parse: {error}") from error
+    path.write_text(text)
 
 
 def _trailing_blank(lines: list[str]) -> list[str]:

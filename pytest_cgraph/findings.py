@@ -1,4 +1,4 @@
-"""The signatures a time-boxed campaign has found so far, shared by the processes of a machine.
+"""The bugs a time-boxed campaign has found so far, shared by the processes of a machine.
 
 A bug that several families reach is worth shrinking once: shrinking it
 again costs up to ``--cgraph-shrink-seconds`` and a repro verification,
@@ -6,7 +6,7 @@ time a campaign of fixed wall time takes from new bugs. The items of one
 process share a set in memory; xdist gives a running worker no way to
 hear of another's findings, so the workers of one machine share a
 directory too, which the controller makes and names in each worker's
-``workerinput``: a file per signature, written when it is found and looked
+``workerinput``: a file per bug (its found key), written when it is found and looked
 up before a failure is shrunk. A worker on another host, where no such
 directory exists, keeps its own set, as a single process does. Two
 workers finding the same bug at the same moment both shrink it, and the
@@ -34,19 +34,28 @@ _SEPARATOR = "\t"
 
 
 def found_key(signature: str, calls: Iterable[str]) -> str:
-    """What the found set holds for a new bug: its signature, and the hazard classes
-    of the calls its minimal program makes."""
-    return signature + _SEPARATOR + "+".join(sorted(required_hazards(calls)))
+    """What the found set holds for a new bug: its signature, and what a program must
+    make to be it, by the registry's rule for a run's repro files: the hazard
+    classes of its minimal program's calls, or (a program of no hazard) its calls."""
+    calls = frozenset(calls)
+    if hazards(calls):
+        return f"{signature}{_SEPARATOR}h:{','.join(sorted(required_hazards(calls)))}"
+    return f"{signature}{_SEPARATOR}c:{','.join(sorted(calls))}"
 
 
 def found_claims(found: Iterable[str], signature: str, calls: Iterable[str]) -> bool:
     """Whether a bug already found (a key of ``found``) is the one a program making
-    ``calls`` fails with, by ``signature``: every hazard of the found bug's minimal
-    program is among the program's."""
+    ``calls`` fails with, by ``signature``: every hazard class (or, for a bug of no
+    hazard, every call) the found bug's key names is the program's too."""
+    calls = frozenset(calls)
     have = hazards(calls)
     for key in found:
-        found_signature, _, classes = key.partition(_SEPARATOR)
-        if found_signature == signature and set(filter(None, classes.split("+"))) <= have:
+        found_signature, _, wanted = key.partition(_SEPARATOR)
+        if found_signature != signature:
+            continue
+        kind, _, names = wanted.partition(":")
+        needed = set(filter(None, names.split(",")))
+        if needed <= (have if kind == "h" else calls):
             return True
     return False
 
@@ -57,7 +66,8 @@ def found_signature(found: Iterable[str], signature: str) -> bool:
 
 
 class FoundSignatures(MutableSet[str]):
-    """A set of signatures; with a ``directory``, also those other processes added there."""
+    """A set of found keys (:func:`found_key`; any strings); with a ``directory``, also
+    those other processes added there."""
 
     def __init__(self, directory: Path | None = None, found: Iterable[str] = ()) -> None:
         self.directory = directory

@@ -17,7 +17,10 @@ classed too, but only shape what a difference is seen through (a value
 read through ``as_strided``, an output of ``detach``): a minimal program
 keeps whichever one its draw happened to use, and the signature already
 names a difference in aliasing or gradients. Calls of no hazard (plain
-arithmetic, reductions, factories) are incidental.
+arithmetic, reductions, factories) are incidental beside a hazard; a
+program that makes no hazard call at all is its computation, and every call
+of it is required (one wrong ``sin`` under Inductor does not hide a later
+wrong ``matmul``).
 
 The classes follow the kinds of the generator's op table (``rng``,
 ``inplace``, ``metadata``, ``view``, ``transfer``, ``autograd``, ``graph``),
@@ -42,6 +45,10 @@ RNG = frozenset(
         "bernoulli_",
         "dropout",
         "dropout_",
+        "dropout1d",
+        "dropout2d",
+        "dropout3d",
+        "feature_dropout",
         "alpha_dropout",
         "feature_alpha_dropout",
         "native_dropout",
@@ -164,7 +171,9 @@ _CLASSES = (
 
 
 def hazard_of(call: str) -> str | None:
-    """The hazard class of one call (``None``: incidental)."""
+    """The hazard class of one call (``None``: incidental). A module call is named
+    by its class (``Dropout()``): a random module draws."""
+    call = call.removesuffix("()")
     for name, calls in _CLASSES:
         if call in calls:
             return name

@@ -147,9 +147,10 @@ class Hunt:
     #: The clock of ``budget.deadline``: wall time, shared by every worker.
     wall_clock: Callable[[], float] = time.time
 
-    #: Signatures found so far: this hunt's, and, where the item shares the set
-    #: of its run, other hunts' too (a bug several families reach is shrunk and
-    #: reported once).
+    #: Bugs found so far (:func:`pytest_cgraph.findings.found_key`: a signature and
+    #: what a program must make to be that bug): this hunt's, and, where the item
+    #: shares the set of its run, other hunts' too (a bug several families reach
+    #: is shrunk and reported once).
     found_in_run: MutableSet[str] = field(default_factory=set)
 
     new: dict[str, Failure] = field(default_factory=dict)
@@ -242,7 +243,7 @@ class Hunt:
             examples_to_failure=self._drawn_at_failure,
             seconds_to_repro=round(seconds, 2) if seconds is not None else None,
         )
-        key = found_key(failure.signature, program_ops(failure.case.source))
+        key = found_key(failure.signature, self._claiming_calls(failure.difference, failure.case))
         self.new[key] = recorded
         self.found_in_run.add(key)
         self.stats.failures.append(recorded)
@@ -418,13 +419,22 @@ class Hunt:
             self.ends_in_a_row = 0
             return None
         if known is not None or found_claims(
-            self.found_in_run, difference.signature, program_ops(case.source)
+            self.found_in_run, difference.signature, self._claiming_calls(difference, case)
         ):
             self.known_hits += 1
             self.ends_in_a_row = self.ends_in_a_row + 1 if difference.ends_process else 0
             return None
         self.ends_in_a_row = 0
         return Failure(case, difference)
+
+    @staticmethod
+    def _claiming_calls(difference: Difference, case: Case) -> frozenset[str]:
+        """The calls that tell this run's findings of a signature apart: the program's,
+        where the signature is broad; none where a crash's message names its bug (as
+        the registry tells them apart, :meth:`Registry.narrows`)."""
+        if difference.message and not difference.ends_process:
+            return frozenset()
+        return program_ops(case.source)
 
     def _known(self, difference: Difference, case: Case) -> KnownBug | None:
         def layer() -> str | None:

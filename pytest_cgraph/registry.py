@@ -86,8 +86,8 @@ class KnownBug:
     signature: str
     layer: str | None
     path: Path
-    #: The operations its minimal program calls: a failure is this bug only if
-    #: its own program calls all of them (empty: no such condition).
+    #: The operations its minimal program calls (or the ``ops`` it declares): what
+    #: a failing program must make to be this bug, by :meth:`claims`.
     ops: frozenset[str] = frozenset()
     #: The bug of its directory's bugs file that this entry is a form of, if any.
     bug: str | None = None
@@ -102,9 +102,17 @@ class KnownBug:
         """Whether a failing program calling ``ops`` may be this bug."""
         if self.essential is not None:
             return all(any(call in ops for call in item.split("|")) for item in self.essential)
-        if self.by_hazard:
+        if self.by_hazard and hazards(self.ops):
             return required_hazards(self.ops) <= hazards(ops)
         return self.ops <= ops
+
+    def same_claim(self, ops: frozenset[str]) -> bool:
+        """Whether a program making ``ops`` is claimed by this entry on exactly the
+        terms the entry's own program is: one bug met through other ops of the same
+        hazards, whose smaller program may replace this one's."""
+        if not self.by_hazard or not hazards(self.ops):
+            return self.ops == ops
+        return required_hazards(self.ops) == required_hazards(ops) and bool(hazards(ops))
 
     @property
     def kin(self) -> tuple[str, object]:
@@ -112,7 +120,9 @@ class KnownBug:
         or (an entry in no bug) its calls."""
         if self.bug is not None:
             return ("bug", self.bug)
-        return ("hazards", required_hazards(self.ops)) if self.by_hazard else ("ops", self.ops)
+        if self.by_hazard and hazards(self.ops):
+            return ("hazards", required_hazards(self.ops))
+        return ("ops", self.ops)
 
     def to_json(self) -> dict[str, Any]:
         """Builtins only: an entry travels to xdist workers that cannot read its file."""
@@ -639,7 +649,8 @@ class Registry:
         return difference.signature in self._entries
 
     def narrows(self, difference: Difference) -> bool:
-        """Whether this failure is an entry's only if its program makes all the entry's calls.
+        """Whether this failure is an entry's only if its program makes the calls that
+        tell the entry's bug apart (:meth:`KnownBug.claims`).
 
         A crash's normalised message names its bug, unless torch raises it
         from several mechanisms (a version-counter error from any saved
@@ -647,7 +658,7 @@ class Registry:
         and a program that makes none of their calls is a mechanism of its
         own. (The same entry held twice, a repro file and the entry recorded
         from it, shares nothing; nor do the forms of one bug.) Any other signature is broad, and the
-        program's operations narrow it. So is a dead process's site: a
+        program's calls narrow it. So is a dead process's site: a
         crash in a compiled graph's C++ has no finer one.
         """
         if not difference.message or difference.ends_process:
@@ -667,10 +678,11 @@ class Registry:
         """The entry ``difference`` is an instance of, or ``None`` for a new bug.
 
         An entry matches on the base signature; where that is broad (no
-        exception message in it), also on the layer, and only if the failing
-        program calls every operation of the entry's minimal program
-        (``ops``: what it calls). A message that entries of different
-        calls share is broad too: their ops, not the message, tell their bugs apart.
+        exception message in it), also on the layer, and only if the entry
+        claims the failing program's calls (``ops``; :meth:`KnownBug.claims`:
+        its bug's essential calls, its declared ops, or its program's hazard
+        classes). A message that entries of different calls share is broad
+        too: their calls, not the message, tell their bugs apart.
         ``layer_of`` is called (once) only when the layer decides it.
         """
         candidates = self._entries.get(difference.signature, [])

@@ -629,15 +629,17 @@ def store_repro(failure: Failure, directory: Path) -> Failure:
 def _kinship_in(directory: Path, failure: Failure) -> Callable[[Path], Kinship]:
     """How a file of the failure's name in ``directory`` stands to it, by the
     registry's own rule: where the directory's entries tell this signature's
-    bugs apart by their calls, a file whose program makes calls this one does
-    not is another bug, and one that makes fewer is a broader repro of it."""
+    bugs apart by their calls (or their calls' hazards), a file whose program
+    makes calls (hazards) this one does not is another bug, one that makes
+    fewer is a broader repro of it, and one of the same hazards is the same
+    bug (the smaller program is kept)."""
     ops = program_ops(failure.case.source)
     if not Registry.load([directory]).narrows(failure.difference):
         return lambda path: Kinship.SAME
 
     def kinship(path: Path) -> Kinship:
         entry = read_entry(path)
-        if entry is None or entry.ops == ops:
+        if entry is None or entry.ops == ops or entry.same_claim(ops):
             return Kinship.SAME
         return Kinship.BROADER if entry.claims(ops) else Kinship.OTHER
 

@@ -154,6 +154,15 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.source / BUGS_FILE).is_file():
         print(f"error: {args.source} has no {BUGS_FILE}", file=sys.stderr)
         return 2
+    if args.into is not None and (args.into / BUGS_FILE).exists():
+        # Deriving rewrites its bugs file from the source's: the bugs and forms added
+        # there by hand (found on that torch alone, re-recorded there) would be lost.
+        print(
+            f"error: {args.into} has a {BUGS_FILE} already: re-check it in place "
+            f"(--source {args.into} --replay, without --into), or remove it first",
+            file=sys.stderr,
+        )
+        return 2
     if args.replay:
         print(replay_and_record(args.source, args.into, args.workers))
         return 0

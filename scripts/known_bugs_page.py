@@ -131,16 +131,20 @@ def plain_script(path: Path, python: str | None) -> Script:
     else:
         with tempfile.TemporaryDirectory(prefix="cgraph-page-") as directory:
             out = Path(directory) / "plain.py"
-            run = subprocess.run(
-                [python, "-m", "pytest_cgraph.plain", str(path), "--out", str(out)],
-                capture_output=True,
-                text=True,
-                timeout=SCRIPT_LIMIT,
-            )
-            lines = [line for line in run.stdout.splitlines() if line.strip()]
-            verdict = lines[-1] if lines else f"no verdict (exit {run.returncode})"
-            text = out.read_text() if run.returncode == 0 and out.exists() else None
-            script = Script(text, verdict)
+            try:
+                run = subprocess.run(
+                    [python, "-m", "pytest_cgraph.plain", str(path), "--out", str(out)],
+                    capture_output=True,
+                    text=True,
+                    timeout=SCRIPT_LIMIT,
+                )
+            except subprocess.TimeoutExpired:
+                script = Script(None, f"NOT VERIFIED: no verdict in {SCRIPT_LIMIT:.0f} s")
+            else:
+                lines = [line for line in run.stdout.splitlines() if line.strip()]
+                verdict = lines[-1] if lines else f"no verdict (exit {run.returncode})"
+                text = out.read_text() if run.returncode == 0 and out.exists() else None
+                script = Script(text, verdict)
     _SCRIPTS[key] = script
     return script
 
@@ -157,7 +161,7 @@ def example(entry: PageBug, pythons: dict[tuple[int, ...], str]) -> str:
     order += [held for held in runnable if held not in order]
     for directory, bug, release in order:
         python = pythons.get(release) if release != here else None
-        for form in bug.forms[:FORMS_TRIED]:
+        for form in _shortest_first(directory, bug.forms)[:FORMS_TRIED]:
             path = directory / form
             if _device(path).startswith("cuda"):
                 tried.append(f"{form}: recorded on CUDA, not run here")
@@ -178,6 +182,17 @@ def example(entry: PageBug, pythons: dict[tuple[int, ...], str]) -> str:
         f"{directory.name}/{bug.forms[0]} OUT.py && python OUT.py` replays it):\n\n"
         f"```python\n{program}\n```\n"
     )
+
+
+def _shortest_first(directory: Path, forms: tuple[str, ...]) -> list[str]:
+    """A bug's forms, the shortest program first: its plain script is likely the
+    shortest too, and a reader files the shortest."""
+
+    def length(form: str) -> int:
+        program = str(recorded_settings(directory / form).get("program", ""))
+        return len([line for line in program.splitlines() if line.strip()])
+
+    return sorted(forms, key=length)
 
 
 def _torch_release() -> tuple[int, ...]:

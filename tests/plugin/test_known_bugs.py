@@ -120,3 +120,57 @@ def test_check_known_fails_an_entry_whose_program_now_fails_another_way(
             "was value-output, now grad-grad*); it no longer shows the bug it names*"
         ]
     )
+
+
+# Two replay faults in one backend (a frozen random stream, lost input writes):
+# one signature (a wrong value) reached through either is two bugs.
+TWO_FAULTS = (
+    "-p",
+    "cgraph_doubles.faults",
+    "--cgraph-backend=faulty_two_faults",
+    "--cgraph-families=mixed",
+    "--cgraph-examples=60",
+    "--cgraph-seed=3",
+    "--cgraph-no-baseline",
+)
+
+
+@pytest.mark.deep  # two campaigns of 60 programs: about 100 s
+def test_a_second_run_knows_every_bug_the_first_wrote_met_through_other_ops(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_cgraph.registry import Registry, read_entry
+
+    monkeypatch.setenv("PYTHONPATH", str(TESTS))
+    first, report = campaign(pytester, *TWO_FAULTS)
+    first.assert_outcomes(failed=1)
+    written = Registry.load([pytester.path / "cgraph-repros"])
+    found = {failure["signature"] for failure in report["failures"]}
+    assert found and len(written) == len(report["failures"])
+
+    # A second file of one signature is another bug: no file written before it
+    # (NAME.py, then NAME-2.py, ...) claims its program.
+    def order(path: Path) -> int:
+        number = path.stem.rsplit("-", 1)[-1]
+        return int(number) if number.isdigit() else 1
+
+    for entry in written.entries():
+        for earlier in written.entries():
+            if earlier.signature == entry.signature and order(earlier.path) < order(entry.path):
+                assert not earlier.claims(entry.ops), (earlier.path.name, entry.path.name)
+
+    _, report = campaign(pytester, *TWO_FAULTS)
+    known = {entry["signature"] for entry in report["known"]}
+    # The bugs the first run wrote are met again, through other ops, and known
+    # (no baseline: only the first run's files can know them).
+    assert known and known <= found, (found, known)
+    for failure in report["failures"]:
+        # New only where no file of its signature and layer claims its calls: another
+        # hazard than every one of them (or a signature the first run never met).
+        if not failure["repro"]:
+            continue
+        new = read_entry(pytester.path / failure["repro"])
+        assert new is not None
+        for entry in written.entries():
+            if (entry.signature, entry.layer) == (new.signature, new.layer):
+                assert not entry.claims(new.ops), (entry.path.name, failure["repro"])

@@ -6,6 +6,8 @@ import dataclasses
 import shutil
 from pathlib import Path
 
+import pytest
+
 from cgraph_doubles.scripts import load_script
 from pytest_cgraph.registry import BASELINE_ROOT, BUGS_FILE, read_bugs, registry_files
 from pytest_cgraph.severity import Severity, severity_of_entry, worst
@@ -143,3 +145,28 @@ def test_a_second_torch_s_result_joins_the_first_and_a_rerun_replaces_its_own(
         '"2.14.1" = "fixed: its form no longer fails" }\n# a note after the bug\n'
     ) in text
     assert text.startswith("# why this bug is split\n")
+
+
+def test_deriving_into_a_baseline_that_has_a_bugs_file_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    into = tmp_path / "torch-2.99"
+    into.mkdir()
+    (into / BUGS_FILE).write_text("# bugs added by hand\n")
+    code = derive_baseline.main(["--source", str(SOURCE), "--replay", "--into", str(into)])
+    assert code == 2
+    assert "has a bugs.toml already" in capsys.readouterr().err
+    assert (into / BUGS_FILE).read_text() == "# bugs added by hand\n"
+
+
+def test_a_hand_written_checked_line_is_replaced_not_doubled(tmp_path: Path) -> None:
+    from pytest_cgraph.bugs_file import set_checked
+
+    (tmp_path / BUGS_FILE).write_text(
+        '[[bug]]\nid = "b"\ntitle = "t"\nseverity = "crash"\nmechanism = "m"\n'
+        'essential = []\nforms = []\nupstream = "none found"\nchecked={"2.13.0"="old"}\n'
+    )
+    set_checked(tmp_path, "2.13.0", {"b": "its form reproduces"})
+    (bug,) = read_bugs(tmp_path)
+    assert bug.checked == {"2.13.0": "its form reproduces"}
+    assert (tmp_path / BUGS_FILE).read_text().count("checked") == 1

@@ -79,3 +79,18 @@ def test_a_view_or_autograd_call_of_the_minimal_program_is_not_required(tmp_path
     assert hazards(entry.ops) == {"inplace", "view"}
     assert registry.match(WRONG, lambda: None, frozenset({"mul_", "detach"})) is entry
     assert registry.match(WRONG, lambda: None, frozenset({"as_strided"})) is None
+
+
+def test_a_program_of_no_hazard_is_its_computation_every_call_required(tmp_path: Path) -> None:
+    """One wrong sin under Inductor does not hide a later wrong matmul."""
+    _repro(tmp_path, "value-output", "    a0 = torch.sin(a0) * 2\n")
+    registry = Registry.load([tmp_path])
+    (entry,) = registry.entries()
+    assert entry.by_hazard and hazards(entry.ops) == frozenset()
+    assert registry.match(WRONG, lambda: None, frozenset({"matmul"})) is None
+    assert registry.match(WRONG, lambda: None, frozenset({"sin", "matmul"})) is entry
+
+
+def test_a_module_call_has_its_class_s_hazard() -> None:
+    assert hazard_of("Dropout()") == "rng"
+    assert hazard_of("Counter()") is None

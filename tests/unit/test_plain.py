@@ -17,7 +17,7 @@ import pytest
 
 from pytest_cgraph import plain
 from pytest_cgraph.plain import ProgramText, inputs_body, main, make_plain
-from pytest_cgraph.registry import read_bugs
+from pytest_cgraph.registry import read_bugs, version_order
 
 BASELINE = Path(__file__).resolve().parents[2] / "pytest_cgraph" / "known" / "torch-2.13"
 
@@ -153,7 +153,8 @@ def test_a_report_ready_to_file_carries_the_bug_the_script_and_what_it_printed(
     assert "pytest_cgraph" not in report.split("### Versions")[0]  # nothing of the harness
     # Where the bug was replayed, oldest torch first: it is filed against the newest.
     assert bug.checked, "the baseline records what each torch gave"
-    replayed = "; ".join(f"torch {v}: {r}" for v, r in sorted(bug.checked.items()))
+    by_release = sorted(bug.checked.items(), key=lambda item: version_order(item[0]))
+    replayed = "; ".join(f"torch {v}: {r}" for v, r in by_release)
     assert f"Replayed on {replayed}." in report
 
 

@@ -122,12 +122,19 @@ def test_a_file_making_fewer_calls_is_kept_even_against_a_smaller_program(
     from pytest_cgraph.repro import store_repro
 
     first = store_repro(verified(BY_MUL, 40), tmp_path).repro
-    more_calls = "def program(a0):\n    a0.mul_(2).sin_()\n    return (a0,)\n"
+    # another hazard besides the write (a random draw): the file claims every
+    # program the smaller one would, and more: it stays
+    more_calls = "def program(a0):\n    a0.mul_(2)\n    return (a0 + torch.rand_like(a0),)\n"
     kept = store_repro(verified(more_calls, 10), tmp_path).repro
-    # the file claims every program the smaller one would, and more: it stays
     assert kept is not None and first is not None
     assert (kept.status, kept.path) == (ReproStatus.KEPT_SMALLER, first.path)
-    assert "sin_" not in Path(first.path).read_text()
+    assert "rand_like" not in Path(first.path).read_text()
+    # the same hazard through another op, smaller: the same bug, and the smaller wins
+    by_add = "def program(a0):\n    a0.add_(2)\n    return (a0,)\n"
+    replaced = store_repro(verified(by_add, 20), tmp_path).repro
+    assert replaced is not None
+    assert (replaced.status, replaced.path) == (ReproStatus.WRITTEN, first.path)
+    assert "add_" in Path(first.path).read_text()
 
 
 def test_the_same_bug_s_file_is_found_past_a_gap_and_another_bug_s_file(
