@@ -68,6 +68,8 @@ def recompute_severities(directory: Path) -> list[str]:
     text = path.read_text()
     changed = []
     for bug in read_bugs(directory):
+        if not bug.forms:
+            continue  # a bug written by hand before its first form is folded in
         now = worst([severity_of_entry((directory / form).read_text()) for form in bug.forms])
         if now is bug.severity:
             continue

@@ -1393,6 +1393,10 @@ def _bug_of(path: Path) -> Any:
         return None
 
 
+#: A line of torch's logging (glog layout: level, date, time, thread, file).
+_LOG = re.compile(r"^[DIWEF]\d{4} \d\d:\d\d:\d\d")
+
+
 def _checked_sentence(checked: dict[str, str]) -> str:
     """Where a known bug was replayed and what its forms gave, oldest torch first: a
     reader files it against the newest torch it still fails on, or not at all."""
@@ -1463,7 +1467,10 @@ def ready_to_file(path: Path, result: PlainResult | None = None) -> str:
         analysis = f"What seems to happen: {' '.join(known.mechanism.split())}\n\n"
         analysis += _checked_sentence(known.checked)
     if result.verified and result.script:
-        observed = "\n".join(result.observed.strip().splitlines()[:OBSERVED_LINES])
+        # torch's own log records (W1126 12:00:00.000 ... cudagraph_utils.py ...) are
+        # the machine's, not the bug's: what the script printed, without them.
+        printed = [line for line in result.observed.strip().splitlines() if not _LOG.match(line)]
+        observed = "\n".join(printed[:OBSERVED_LINES])
         body = (
             f"The script runs the function eagerly and under `torch.compile(backend="
             f"{finding.backend!r})`, each from its own copy of the inputs, and asserts they "

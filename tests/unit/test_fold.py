@@ -97,3 +97,18 @@ def test_an_unknown_bug_is_refused_with_the_bugs_there_are(
 ) -> None:
     assert main(["--fold", str(repro_file), "--bug", "as-strided", "--into", str(registry)]) == 1
     assert "(its bugs: as-strided-escapes-view, dropout-eval-clone)" in capsys.readouterr().err
+
+
+def test_a_bug_written_by_hand_without_forms_takes_its_first_form(
+    registry: Path, repro_file: Path
+) -> None:
+    bugs = registry / "bugs.toml"
+    bugs.write_text(
+        bugs.read_text()
+        + '\n[[bug]]\nid = "new-one"\ntitle = "t"\nseverity = "crash"\nmechanism = "m"\n'
+        'essential = ["as_strided"]\nforms = [\n]\nupstream = "none found"\n'
+    )
+    assert main(["--fold", str(repro_file), "--bug", "new-one", "--into", str(registry)]) == 0
+    (bug,) = [bug for bug in read_bugs(registry) if bug.id == "new-one"]
+    assert len(bug.forms) == 1 and (registry / bug.forms[0]).is_file()
+    assert bug.severity.value == "silent"  # the worst of its forms, once it has one

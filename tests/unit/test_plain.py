@@ -340,3 +340,12 @@ def test_without_its_unread_view_a_finding_copies_its_inputs_with_deepcopy() -> 
     assert "compiled_args = copy.deepcopy(eager_args)" in result.script
     assert "def inputs" not in result.script
     assert "assert compiled_args[0].requires_grad == eager_args[0].requires_grad" in result.script
+
+
+def test_torch_log_records_are_left_out_of_what_the_script_printed() -> None:
+    from pytest_cgraph import plain
+
+    log = "W1126 23:16:43.128000 12064 torch/_inductor/cudagraph_utils.py:380] skipping"
+    assert plain._LOG.match(log)
+    assert not plain._LOG.match("eager:    True")
+    assert not plain._LOG.match("AssertionError")
