@@ -46,12 +46,10 @@ class NewBugsFound(CgraphError, AssertionError):
 
     def __init__(self, family: str, found: list[Failure], stalled: bool, verbose: bool) -> None:
         signatures = len({failure.signature for failure in found})
-        # Two bugs of one signature (reached through other hazards) are two failures.
-        parts = [
-            f"{len(found)} new failure(s) under {signatures} signature(s) in {family} programs"
-            if len(found) != signatures
-            else f"{len(found)} new failure signature(s) in {family} programs"
-        ]
+        # Two bugs of one signature (reached through other hazards) are two failures;
+        # the line's first words stay what scripts read.
+        bugs = f" ({len(found)} bugs)" if len(found) != signatures else ""
+        parts = [f"{signatures} new failure signature(s) in {family} programs{bugs}"]
         for number, failure in enumerate(found, start=1):
             parts.append(f"\n[{number}] {failure.signature}\n{failure.report(verbose)}")
         if stalled:

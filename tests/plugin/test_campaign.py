@@ -172,7 +172,7 @@ def test_broken_backend_from_a_plugin_fails_with_a_shrunk_program(
     # keeps hunting, so torch's own bugs may be listed beside it.
     result.stdout.fnmatch_lines(
         [
-            "* new failure signature(s) in mutation programs",
+            "* new failure signature(s) in mutation programs*",
             "* difference at iteration 3, *",
             "program (mutation):",
             "def program(*",
