@@ -11,7 +11,7 @@ import json
 import os
 from typing import Any
 
-from pytest_cgraph import checkers
+from pytest_cgraph.checking import checkers
 from pytest_cgraph.failures import Case
 
 _original = checkers.InProcessChecker.check

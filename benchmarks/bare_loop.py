@@ -22,7 +22,7 @@ the idle structured-trace handler) and keeps CUDA-graph skip notices off
 stderr, as the harness does, so a ratio over the lean loop is the
 harness's own cost. "frozen" is lean with the heap alive before the loop
 frozen (``gc.freeze``), as a campaign item freezes it
-(``pytest_cgraph.heap``): the leanest loop there is.
+(``pytest_cgraph.checking.heap``): the leanest loop there is.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 Draws ``--programs`` sources (all families, a fixed seed), then times, each
 in a fresh process and alternating, ``rounds`` times:
 
-- ``check``: ``pytest_cgraph.runner.check_source`` on every source (the
+- ``check``: ``pytest_cgraph.checking.runner.check_source`` on every source (the
   oracle as a campaign runs it: eager beside compiled, clones, snapshots,
   comparisons, retained outputs), differences caught and counted;
 - ``lean``: ``bare_loop.py`` in its lean form: the compiled side alone, as
@@ -42,7 +42,7 @@ CHECK_LOOP = r"""
 import json, sys, time, warnings
 warnings.simplefilter("ignore")
 import torch
-from pytest_cgraph.runner import check_source
+from pytest_cgraph.checking.runner import check_source
 
 backend, path = sys.argv[1], sys.argv[2]
 sources = [json.loads(line) for line in open(path)]

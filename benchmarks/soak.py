@@ -8,7 +8,7 @@ file. Then two fresh processes go through exactly those sources, at once:
 - ``bare``: the lean bare loop of ``bare_loop.py`` (each source's compiled
   side as the protocol defines it), without the harness: what torch itself
   keeps per compile (the class of pytorch/pytorch#174468);
-- ``check``: ``pytest_cgraph.runner.check_source`` on each, as a campaign
+- ``check``: ``pytest_cgraph.checking.runner.check_source`` on each, as a campaign
   checks them (eager beside compiled, clones, snapshots, comparisons);
   with ``--isolate``, in ``--cgraph-isolate``'s recycled child, counting
   the child's memory with this process's.
@@ -68,10 +68,10 @@ def draw_sources(count: int, seed: int) -> list[str]:
 
 def check_runner(backend: str, isolate: bool):  # noqa: ANN201
     """One source through ``check_source`` (or the isolated child): the harness's check."""
-    from pytest_cgraph.checkers import IsolatedChecker
+    from pytest_cgraph.checking.checkers import IsolatedChecker
+    from pytest_cgraph.checking.runner import check_source
     from pytest_cgraph.errors import EquivalenceError, InvalidProgram
     from pytest_cgraph.failures import Case
-    from pytest_cgraph.runner import check_source
 
     isolated = IsolatedChecker((), timeout=120.0) if isolate else None
 

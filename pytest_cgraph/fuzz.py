@@ -51,27 +51,27 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pytest
 from hypothesis import HealthCheck, Phase, event, given, reject, settings
 
-from pytest_cgraph.failures import Case, Failure, Verdict
-from pytest_cgraph.hunt import HarnessError
-from pytest_cgraph.options import (
+from pytest_cgraph.checking.validation import flag, known_dirs, non_negative_number, positive_int
+from pytest_cgraph.failures import Case, Failure
+from pytest_cgraph.oracle.errors import CgraphError, ConfigurationError
+from pytest_cgraph.plugin.options import (
     DEFAULT_BACKEND,
     DEFAULT_DEVICE,
     DEFAULT_ITERS,
     DEFAULT_TIMEOUT,
     worker_device,
 )
-from pytest_cgraph.oracle.errors import CgraphError, ConfigurationError
-from pytest_cgraph.registry import KnownBug, Registry, baseline_dir, program_ops
+from pytest_cgraph.registry.entries import Registry, baseline_dir
+from pytest_cgraph.registry.judge import Judge, Judgement, Ruling
 from pytest_cgraph.strategies import programs
-from pytest_cgraph.validation import flag, known_dirs, non_negative_number, positive_int
 
 if TYPE_CHECKING:
-    from pytest_cgraph.checkers import Checker
+    from pytest_cgraph.checking.checkers import Checker
     from pytest_cgraph.oracle.difference import Difference
     from pytest_cgraph.strategies.program import Program
 
@@ -190,7 +190,7 @@ def under_hypofuzz() -> bool:
 
 def _usable_backend(value: str) -> str:
     """The backend's name, once torch knows it (``module:attr`` is imported to see)."""
-    from pytest_cgraph.backends import resolve_backend
+    from pytest_cgraph.checking.backends import resolve_backend
 
     name = value.strip()
     if not name:
@@ -201,7 +201,7 @@ def _usable_backend(value: str) -> str:
 
 def _usable_device(value: str) -> str:
     """The device as given, once this torch can use it (no CUDA device asked of a CPU build)."""
-    from pytest_cgraph.backends import resolve_device
+    from pytest_cgraph.checking.backends import resolve_device
 
     spec = value.strip()
     resolve_device(spec)
@@ -217,27 +217,13 @@ def _process_device(spec: str, environ: Mapping[str, str]) -> str:
     return worker_device(spec, int(worker) if worker.isdigit() else None, torch.cuda.device_count())
 
 
-@dataclass(frozen=True)
-class Judgement:
-    """What checking one program means for its test.
-
-    ``failure`` is set for a new difference (the test fails); ``known`` is
-    the registry entry a known difference matched; ``invalid`` says eager
-    rejected the program.
-    """
-
-    failure: Failure | None = None
-    known: KnownBug | None = None
-    invalid: bool = False
-
-    @property
-    def event(self) -> str | None:
-        """The Hypothesis event this program is counted under, if any."""
-        if self.invalid:
-            return INVALID_EVENT
-        if self.known is not None:
-            return f"known: {self.known.path.name}"
-        return None
+def event_of(judgement: Judgement) -> str | None:
+    """The Hypothesis event a program is counted under, if any: invalid, or its known entry."""
+    if judgement.ruling is Ruling.INVALID:
+        return INVALID_EVENT
+    if judgement.known is not None:
+        return f"known: {judgement.known.path.name}"
+    return None
 
 
 class NewDifference(CgraphError, AssertionError):
@@ -270,7 +256,7 @@ class Fuzzer:
     @functools.cached_property
     def checker(self) -> Checker:
         """In this process under the time limit, or in a recycled child with ``CGRAPH_ISOLATE``."""
-        from pytest_cgraph.checkers import InProcessChecker, IsolatedChecker
+        from pytest_cgraph.checking.checkers import InProcessChecker, IsolatedChecker
 
         if not self.settings.isolate:
             return InProcessChecker(None, self.settings.timeout)
@@ -311,27 +297,19 @@ class Fuzzer:
             self._memo.move_to_end(case.source)
         return judgement
 
+    @functools.cached_property
+    def registry_judge(self) -> Judge:
+        """The one judge of checked programs (:mod:`pytest_cgraph.registry.judge`)."""
+        return Judge(self.registry, _first_diverging_layer)
+
     def _judge(self, case: Case) -> Judgement:
-        outcome = self.checker.check(case)
-        if outcome.verdict is Verdict.ERROR:
-            raise HarnessError(f"pytest-cgraph's check itself failed: {outcome.reason}")
-        if outcome.verdict is Verdict.INVALID:
-            return Judgement(invalid=True)
-        difference = outcome.difference
-        if difference is None:
-            return Judgement()
-        known = self.registry.match(
-            difference,
-            lambda: _first_diverging_layer(case, difference),
-            program_ops(case.source),
-        )
-        return Judgement(known=known) if known is not None else Judgement(Failure(case, difference))
+        return self.registry_judge(case, self.checker.check(case))
 
 
 def _first_diverging_layer(case: Case, difference: Difference) -> str | None:
     """The first layer that shows ``difference``: asked only when the layer tells a
     known difference from a new one."""
-    from pytest_cgraph.repro import locate_layer
+    from pytest_cgraph.recording.repro import locate_layer
 
     return locate_layer(case, difference)[0]
 
@@ -342,9 +320,10 @@ def check(program: Program, family: str) -> None:
     judgement = FUZZER.judge(
         FUZZER.case(program.render(), family, program.size(), len(program.statements))
     )
-    if judgement.event is not None:
-        event(judgement.event)
-    if judgement.invalid:
+    counted_as = event_of(judgement)
+    if counted_as is not None:
+        event(counted_as)
+    if judgement.ruling is Ruling.INVALID:
         reject()
     if judgement.failure is not None:
         raise NewDifference(judgement.failure)
@@ -358,7 +337,6 @@ def fuzzes(family: str) -> Callable[[TestFunction], TestFunction]:
     and HypoFuzz, which requires the default database, schedules the rest.
     """
     profile = settings()
-    examples = {} if SETTINGS.examples is None else {"max_examples": SETTINGS.examples}
     suppressed = dict.fromkeys([*profile.suppress_health_check, *SLOW_PROGRAM_HEALTH_CHECKS])
     # No "explain" phase: the lines it finds only failing cases run are this
     # harness's own (the difference's report), not the program's.
@@ -368,9 +346,11 @@ def fuzzes(family: str) -> Callable[[TestFunction], TestFunction]:
         drawn = given(
             program=programs(families=(family,), iters=SETTINGS.iters, device=SETTINGS.device)
         )(test)
-        return settings(  # type: ignore[no-any-return]
-            deadline=None, suppress_health_check=list(suppressed), phases=phases, **examples
-        )(drawn)
+        chosen = settings(deadline=None, suppress_health_check=list(suppressed), phases=phases)
+        if SETTINGS.examples is not None:
+            chosen = settings(chosen, max_examples=SETTINGS.examples)
+        # @given hides the test's parameters; what it returns still stands for the test.
+        return cast(TestFunction, chosen(drawn))
 
     return decorate
 

@@ -37,8 +37,13 @@ from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from pytest_cgraph.bugs_file import BUG_HEADER, kept_bugs_text, recompute_severities, set_checked
-from pytest_cgraph.registry import BUGS_FILE, Bug, read_bugs, registry_files
+from pytest_cgraph.registry.bugs_file import (
+    BUG_HEADER,
+    kept_bugs_text,
+    recompute_severities,
+    set_checked,
+)
+from pytest_cgraph.registry.entries import BUGS_FILE, Bug, read_bugs, registry_files
 
 
 def derive(
@@ -68,7 +73,7 @@ def derive(
 
 def _verdict(path: Path) -> str:
     """The replay verdict of one entry, in a worker process (``ReplayVerdict``'s value)."""
-    from pytest_cgraph.repro import replay_verdict
+    from pytest_cgraph.recording.repro import replay_verdict
 
     return replay_verdict(path).verdict.value
 

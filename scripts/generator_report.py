@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 from pytest_cgraph import EquivalenceError, InvalidProgram
-from pytest_cgraph.runner import check_source
+from pytest_cgraph.checking.runner import check_source
 from pytest_cgraph.strategies import FAMILIES, OPS, Program, draw_programs
 
 

@@ -104,7 +104,7 @@ for name in ("triton", "pytest", "hypothesis", "xdist", "filelock", "lazy_loader
         found[name] = None
 try:
     import pytest_cgraph, pytest_cgraph.strategies.families
-    from pytest_cgraph import registry
+    from pytest_cgraph.registry import entries as registry
     found["plugin_file"] = pytest_cgraph.__file__
     version = found.get("torch", "")
     own = registry.baseline_dir(version)
@@ -151,25 +151,19 @@ def _has_entry_point() -> bool:
         found = metadata.entry_points(group="pytest11")
     except Exception:
         return False
-    return any(point.value.startswith("pytest_cgraph.plugin") for point in found)
+    return any(point.value.startswith("pytest_cgraph.plugin.hooks") for point in found)
 
 
 def stage_source(repo: Path, into: Path) -> Path:
-    """Lay this source tree out as the installed package, by symbolic links.
+    """Lay this source tree out as the installed package: a symbolic link to it.
 
-    ``pyproject.toml`` installs ``strategies/`` as ``pytest_cgraph.strategies``;
-    a ``PYTHONPATH`` on the repository alone would miss it. The plugin is
-    registered by a ``.dist-info`` entry point, as an install registers it,
-    not by ``-p pytest_cgraph.plugin``: a ``-p`` module counts as one that
-    registers a backend, and every repro file would import it. Returns the
-    directory to put on ``PYTHONPATH``.
+    The plugin is registered by a ``.dist-info`` entry point, as an install
+    registers it, not by ``-p pytest_cgraph.plugin.hooks``: a ``-p`` module
+    counts as one that registers a backend, and every repro file would
+    import it. Returns the directory to put on ``PYTHONPATH``.
     """
-    package = into / "pytest_cgraph"
-    package.mkdir(parents=True, exist_ok=True)
-    for entry in (repo / "pytest_cgraph").iterdir():
-        if entry.name != "__pycache__":
-            (package / entry.name).symlink_to(entry.resolve())
-    (package / "strategies").symlink_to((repo / "strategies").resolve())
+    into.mkdir(parents=True, exist_ok=True)
+    (into / "pytest_cgraph").symlink_to((repo / "pytest_cgraph").resolve())
     found = re.search(r'^version = "([^"]+)"', (repo / "pyproject.toml").read_text(), re.M)
     version = found.group(1) if found else "0"
     info = into / f"pytest_cgraph-{version}.dist-info"
@@ -177,7 +171,7 @@ def stage_source(repo: Path, into: Path) -> Path:
     (info / "METADATA").write_text(
         f"Metadata-Version: 2.1\nName: pytest-cgraph\nVersion: {version}\n"
     )
-    (info / "entry_points.txt").write_text("[pytest11]\ncgraph = pytest_cgraph.plugin\n")
+    (info / "entry_points.txt").write_text("[pytest11]\ncgraph = pytest_cgraph.plugin.hooks\n")
     return into
 
 
@@ -772,7 +766,7 @@ def _rechecked_note(
         [
             sys.executable,
             "-c",
-            "import sys; from pytest_cgraph.registry import baseline_note; "
+            "import sys; from pytest_cgraph.registry.entries import baseline_note; "
             "print(baseline_note(sys.argv[1], int(sys.argv[2])))",
             str(environment.get("torch", "")),
             str(count),

@@ -8,7 +8,7 @@ One entry per bug (one mechanism), however many baselines hold it: bugs
 grouped by severity, silent first; each with its id, title, upstream status,
 the torch releases it was checked on and what each gave, the baselines that
 hold it, its mechanism, and a verified plain torch script
-(:mod:`pytest_cgraph.plain`). The script is written against the newest torch
+(:mod:`pytest_cgraph.recording.plain`). The script is written against the newest torch
 the bug still fails on, as a report to file would be: from the newest
 baseline holding the bug whose torch can be run here, this interpreter's or
 one given with ``--python RELEASE=PYTHON`` (a venv with that torch). Where no
@@ -28,8 +28,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_cgraph.plain import make_plain
-from pytest_cgraph.registry import (
+from pytest_cgraph.recording.plain import make_plain
+from pytest_cgraph.registry.entries import (
     BASELINE_ROOT,
     BUGS_FILE,
     Bug,
@@ -37,7 +37,7 @@ from pytest_cgraph.registry import (
     recorded_settings,
     version_order,
 )
-from pytest_cgraph.severity import ORDER, Severity
+from pytest_cgraph.registry.severity import ORDER, Severity
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "known-bugs.md"
 #: Forms tried per bug before the page shows a program instead of a script.

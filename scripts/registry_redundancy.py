@@ -21,7 +21,7 @@ import dataclasses
 from pathlib import Path
 
 from pytest_cgraph.failures import ends_process
-from pytest_cgraph.registry import (
+from pytest_cgraph.registry.entries import (
     KnownBug,
     Registry,
     program_ops,

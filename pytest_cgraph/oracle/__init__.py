@@ -2,7 +2,7 @@
 
 Everything in this package imports torch and the standard library only,
 never the rest of pytest-cgraph, pytest or Hypothesis: its modules are
-pasted verbatim into every repro file (see :mod:`pytest_cgraph.repro`), so
+pasted verbatim into every repro file (see :mod:`pytest_cgraph.recording.repro`), so
 a repro runs exactly the code the campaign ran, with torch alone. The
 modules are listed in dependency order in ``MODULES``; a repro holds them
 in that order with their imports of each other removed, so their top-level

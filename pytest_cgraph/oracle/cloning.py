@@ -178,7 +178,7 @@ def _clone_group(tensors: list[torch.Tensor], device: torch.device | None) -> li
         new_storage = new_storage.to(device=device)
 
     def over_new_storage(
-        tensor: torch.Tensor, size: Sequence[int], stride: Sequence[int], offset: int
+        tensor: torch.Tensor, size: Sequence[int], stride: Sequence[int], offset: int | torch.SymInt
     ) -> torch.Tensor:
         fresh = torch.empty(0, dtype=tensor.dtype, device=new_storage.device)
         return fresh.set_(new_storage, offset, size, stride)
@@ -199,7 +199,11 @@ def _clone_group(tensors: list[torch.Tensor], device: torch.device | None) -> li
         first = tensors[0]
         known = first._base
         if known is not None and known.dtype == first.dtype:
-            geometry = (known.size(), known.stride(), known.storage_offset())
+            geometry: tuple[Sequence[int], Sequence[int], int | torch.SymInt] = (
+                known.size(),
+                known.stride(),
+                known.storage_offset(),
+            )
         else:
             geometry = ((new_storage.nbytes() // first.element_size(),), (1,), 0)
         base = over_new_storage(first, *geometry)

@@ -74,7 +74,7 @@ class TensorSnapshot:
             dtype=tensor.dtype,
             shape=tuple(tensor.shape),
             stride=tuple(tensor.stride()) if strided else (),
-            storage_offset=tensor.storage_offset() if strided else 0,
+            storage_offset=int(tensor.storage_offset()) if strided else 0,
             device=tensor.device,
             requires_grad=tensor.requires_grad,
             values=tensor.detach().clone(),

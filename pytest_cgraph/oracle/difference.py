@@ -87,7 +87,7 @@ class Place:
             return f"output #{self.index} of iteration {self.iteration}, re-read at the end"
         if role is Role.COMPILED:
             return f"compiled {self.name}"
-        return role.value
+        return str(role.value)
 
     @property
     def token(self) -> str:
@@ -101,7 +101,7 @@ class Place:
             return "output_argument"
         if self.role is Role.COMPILED:
             return "compiled_" + _slug(self.name or "call")
-        return self.role.value
+        return str(self.role.value)
 
 
 @dataclass(frozen=True)

@@ -218,6 +218,7 @@ def _ready_to_file(case: ReproCase, backend: str) -> str | None:
     try:
         # By name: the oracle is pasted into repro files that must run without
         # pytest-cgraph, so it never imports the package; the writer is optional.
+        # The command's name, which files written by earlier versions name too.
         plain = importlib.import_module("pytest_cgraph.plain")
     except ImportError:
         return None

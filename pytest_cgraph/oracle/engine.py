@@ -679,7 +679,7 @@ def argument_names(fn: Callable[..., Any], args: tuple[Any, ...]) -> list[str]:
         ]
     except (TypeError, ValueError):
         parameters = []
-    names = []
+    names: list[str] = []
     for index, value in enumerate(args):
         top = parameters[index] if index < len(parameters) else f"args[{index}]"
         paths, _ = pytree.tree_flatten_with_path(value)

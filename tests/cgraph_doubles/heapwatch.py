@@ -1,7 +1,7 @@
 """A backend that notes how much of the heap the cycle collector skips when it compiles.
 
 ``pytest --cgraph`` freezes the long-lived heap while an item checks
-programs (:mod:`pytest_cgraph.heap`); a test reads ``FROZEN_AT_COMPILE``
+programs (:mod:`pytest_cgraph.checking.heap`); a test reads ``FROZEN_AT_COMPILE``
 to see that it did, and that it handed the heap back afterwards.
 """
 

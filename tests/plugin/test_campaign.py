@@ -207,9 +207,9 @@ def test_broken_backend_from_a_plugin_fails_with_a_shrunk_program(
 
 
 FAST_PROGRESS = """
-import pytest_cgraph.campaign
+import pytest_cgraph.plugin.campaign
 
-pytest_cgraph.campaign.PROGRESS_SECONDS = 0.0
+pytest_cgraph.plugin.campaign.PROGRESS_SECONDS = 0.0
 """
 
 
@@ -274,8 +274,8 @@ def test_a_campaign_option_with_a_path_runs_the_campaign_too(
 def test_a_duration_is_shared_by_the_items(
     pytester: pytest.Pytester,
 ) -> None:
-    from pytest_cgraph.campaign import make_items
-    from pytest_cgraph.options import read_options
+    from pytest_cgraph.plugin.campaign import make_items
+    from pytest_cgraph.plugin.options import read_options
 
     config = pytester.parseconfigure(
         "--cgraph", "--cgraph-duration=60s", "--cgraph-families=views,rng,scalars,mutation"
@@ -291,9 +291,9 @@ def test_a_duration_is_shared_by_the_items(
 ON_A_TERMINAL = """
 import pytest
 
-import pytest_cgraph.live
+import pytest_cgraph.plugin.live
 
-pytest_cgraph.live.SNAPSHOT_SECONDS = 0.0
+pytest_cgraph.plugin.live.SNAPSHOT_SECONDS = 0.0
 
 
 @pytest.hookimpl(trylast=True)

@@ -27,9 +27,9 @@ import pytest
 
 # Loaded here so the in-process runs below do not drop (and then reload) them.
 import cgraph_doubles.inprocess  # noqa: F401
-from pytest_cgraph._xdist import XdistHooks
-from pytest_cgraph.database import REDIS_KEY_PREFIX
-from pytest_cgraph.options import OPTIONS_KEY
+from pytest_cgraph.hunting.database import REDIS_KEY_PREFIX
+from pytest_cgraph.plugin.options import OPTIONS_KEY
+from pytest_cgraph.plugin.xdist import XdistHooks
 
 pytest_plugins = "pytester"
 
@@ -213,8 +213,8 @@ def test_a_redis_server_that_goes_away_costs_the_replays_not_the_items(
 def test_a_lost_database_warns_once_and_is_then_left_alone(redis_url: str) -> None:
     import redis
 
-    from pytest_cgraph.database import build_database, parse_database
-    from pytest_cgraph.database_outage import DatabaseLost
+    from pytest_cgraph.hunting.database import build_database, parse_database
+    from pytest_cgraph.hunting.database_outage import DatabaseLost
 
     database = build_database(parse_database(redis_url, Path.cwd()))
     database.save(b"key", b"value")

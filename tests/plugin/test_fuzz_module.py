@@ -24,8 +24,9 @@ import pytest
 # and what pytester would otherwise unload after its runs (torch cannot be imported twice).
 import cgraph_doubles.inprocess  # noqa: F401
 import pytest_cgraph.fuzz as fuzz
-from pytest_cgraph.record import record
-from pytest_cgraph.registry import BASELINE_ROOT, read_entry, recorded_settings
+from pytest_cgraph.recording.record import record
+from pytest_cgraph.registry.entries import BASELINE_ROOT, read_entry, recorded_settings
+from pytest_cgraph.registry.judge import Judgement, Ruling
 from pytest_cgraph.strategies.families import FAMILIES
 
 pytest_plugins = "pytester"
@@ -126,7 +127,7 @@ def test_a_new_difference_fails_its_test_and_a_recorded_one_passes(
     again.stdout.fnmatch_lines(["*known: crash-compiled_call-RuntimeError-replay_crashed_*.toml"])
 
 
-def judge(source: str, **settings: object) -> fuzz.Judgement:
+def judge(source: str, **settings: object) -> Judgement:
     fuzzer = fuzz.Fuzzer(fuzz.FuzzSettings(**settings))  # type: ignore[arg-type]
     return fuzzer.judge(fuzzer.case(source, "mutation"))
 
@@ -134,7 +135,7 @@ def judge(source: str, **settings: object) -> fuzz.Judgement:
 def test_a_difference_is_known_only_by_its_signature_and_layer(tmp_path: Path) -> None:
     backend = "faulty_lost_input_mutation"
     judgement = judge(MUTATING, backend=backend, baseline=False)
-    assert judgement.failure is not None and judgement.event is None
+    assert judgement.failure is not None and fuzz.event_of(judgement) is None
     message = str(fuzz.NewDifference(judgement.failure))
     assert message.startswith(f"new difference {judgement.failure.signature}\n")
     assert "def program(a0):\n    a0.add_(2)" in message
@@ -152,7 +153,7 @@ def test_a_difference_is_known_only_by_its_signature_and_layer(tmp_path: Path) -
     (entry,) = tmp_path.glob("*.toml")
     known = judge(MUTATING, backend=backend, baseline=False, known_dirs=(tmp_path,))
     assert known.failure is None and known.known is not None
-    assert known.event == f"known: {entry.name}"
+    assert known.ruling is Ruling.KNOWN and fuzz.event_of(known) == f"known: {entry.name}"
     # The same signature from another layer is another bug: the entry's is
     # the backend itself, aot_eager's is the baseline's squeeze_ + clamp_.
     baseline_program = recorded_settings(
@@ -170,21 +171,22 @@ def test_the_shipped_baseline_is_known_unless_turned_off() -> None:
     known = judge(program, backend="aot_eager")
     # Known as its bug: whichever of the bug's forms the registry meets first.
     assert known.failure is None and known.known is not None
-    assert known.known.bug == read_entry(entry).bug and known.event.startswith("known: ")
+    assert known.known.bug == read_entry(entry).bug
+    assert (fuzz.event_of(known) or "").startswith("known: ")
     assert judge(program, backend="aot_eager", baseline=False).failure is not None
 
 
 def test_an_invalid_program_is_rejected_not_failed() -> None:
     judgement = judge(INVALID, backend="aot_eager")
-    assert judgement.invalid and judgement.failure is None
-    assert judgement.event == fuzz.INVALID_EVENT
+    assert judgement.ruling is Ruling.INVALID and judgement.failure is None
+    assert fuzz.event_of(judgement) == fuzz.INVALID_EVENT
 
 
 def test_an_isolated_check_judges_alike_in_a_child_process() -> None:
     fuzzer = fuzz.Fuzzer(fuzz.FuzzSettings(backend="aot_eager", isolate=True))
     try:
-        assert fuzzer.judge(fuzzer.case(INVALID, "mutation")).invalid
-        assert fuzzer.judge(fuzzer.case(MUTATING, "mutation")) == fuzz.Judgement()
+        assert fuzzer.judge(fuzzer.case(INVALID, "mutation")).ruling is Ruling.INVALID
+        assert fuzzer.judge(fuzzer.case(MUTATING, "mutation")).ruling is Ruling.PASSED
         assert fuzzer.checker.child_pid not in (None, os.getpid())  # type: ignore[attr-defined]
     finally:
         fuzzer.close()

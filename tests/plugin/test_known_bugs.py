@@ -102,7 +102,7 @@ def test_check_known_fails_an_entry_whose_program_now_fails_another_way(
     # The same program under another recorded signature: replayed, it fails
     # as grad-grad, which is another bug than the entry names. "REPRODUCED
     # DIFFERENTLY" is not "REPRODUCED": the entry hides a bug it does not name.
-    from pytest_cgraph.registry import BASELINE_ROOT
+    from pytest_cgraph.registry.entries import BASELINE_ROOT
 
     registry = pytester.mkdir("known")
     entry = (BASELINE_ROOT / "torch-2.13" / "grad-grad-aot_eager.toml").read_text()
@@ -139,7 +139,7 @@ TWO_FAULTS = (
 def test_a_second_run_knows_every_bug_the_first_wrote_met_through_other_ops(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_cgraph.registry import Registry, read_entry
+    from pytest_cgraph.registry.entries import Registry, read_entry
 
     monkeypatch.setenv("PYTHONPATH", str(TESTS))
     first, report = campaign(pytester, *TWO_FAULTS)

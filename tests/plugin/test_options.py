@@ -104,7 +104,7 @@ def test_header_says_what_runs(pytester: pytest.Pytester) -> None:
 def test_check_known_passes_a_reproducing_entry_and_names_a_fixed_one(
     pytester: pytest.Pytester,
 ) -> None:
-    from pytest_cgraph.registry import BASELINE_ROOT
+    from pytest_cgraph.registry.entries import BASELINE_ROOT
 
     registry = pytester.mkdir("known")
     entry = (BASELINE_ROOT / "torch-2.13" / "grad-grad-aot_eager.toml").read_text()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_cgraph._xdist import joined_option_values
+from pytest_cgraph.plugin.xdist import joined_option_values
 
 pytest_plugins = "pytester"
 
@@ -12,7 +12,7 @@ pytest_plugins = "pytester"
 WORKER_TEST = """
 from pathlib import Path
 
-from pytest_cgraph.options import OPTIONS_KEY
+from pytest_cgraph.plugin.options import OPTIONS_KEY
 
 
 def test_the_worker_has_the_paths_as_given(request):

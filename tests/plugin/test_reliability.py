@@ -13,8 +13,8 @@ import pytest
 
 import cgraph_doubles.inprocess  # noqa: F401  (kept loaded across in-process runs)
 from cgraph_doubles import killers as killer_backends
+from pytest_cgraph.checking.guard import InFlight
 from pytest_cgraph.failures import Case, death
-from pytest_cgraph.guard import InFlight
 
 pytest_plugins = "pytester"
 

@@ -9,7 +9,7 @@ from urllib.parse import unquote
 import pytest
 
 import cgraph_doubles.inprocess  # noqa: F401  (kept loaded across in-process runs)
-from pytest_cgraph.report import render_html
+from pytest_cgraph.reporting.report import render_html
 
 pytest_plugins = "pytester"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cgraph.repro_files import BASE_SIGNATURE, SIZE, header_value
+from pytest_cgraph.registry.repro_files import BASE_SIGNATURE, SIZE, header_value
 
 pytest_plugins = "pytester"
 
@@ -137,11 +137,11 @@ def test_a_pool_knows_what_an_earlier_run_wrote_in_the_controllers_repro_dir(
 
 
 FAST_SNAPSHOTS = """
-import pytest_cgraph.live
+import pytest_cgraph.plugin.live
 
-pytest_cgraph.live.SNAPSHOT_SECONDS = 0.2
-pytest_cgraph.live.WRITE_SECONDS = 0.0
-pytest_cgraph.live.SAMPLE_SECONDS = 0.0
+pytest_cgraph.plugin.live.SNAPSHOT_SECONDS = 0.2
+pytest_cgraph.plugin.live.WRITE_SECONDS = 0.0
+pytest_cgraph.plugin.live.SAMPLE_SECONDS = 0.0
 """
 
 
@@ -279,8 +279,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cgraph.findings import FoundSignatures
-from pytest_cgraph.session import FOUND_INPUT
+from pytest_cgraph.hunting.findings import FoundSignatures
+from pytest_cgraph.plugin.session import FOUND_INPUT
 
 
 @pytest.hookimpl(trylast=True)

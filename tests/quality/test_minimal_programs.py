@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import find as hypothesis_find
 
-from pytest_cgraph.seeded_draws import without_local_constants
 from pytest_cgraph.strategies import Program, programs
+from pytest_cgraph.strategies.seeded_draws import without_local_constants
 
 QUIET = settings(
     database=None, derandomize=True, max_examples=2000, suppress_health_check=list(HealthCheck)

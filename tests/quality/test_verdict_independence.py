@@ -28,7 +28,7 @@ SCRIPT = textwrap.dedent(
     from hypothesis import HealthCheck, given, settings
 
     from pytest_cgraph import EquivalenceError, InvalidProgram
-    from pytest_cgraph.runner import check_source
+    from pytest_cgraph.checking.runner import check_source
     from pytest_cgraph.strategies import programs
 
     FAILING = """

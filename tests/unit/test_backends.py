@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import torch._dynamo
 
-from pytest_cgraph import backends
-from pytest_cgraph.backends import (
+from pytest_cgraph.checking import backends
+from pytest_cgraph.checking.backends import (
     BUILTIN_BACKENDS,
     BUILTIN_BACKENDS_TORCH,
     INDUCTOR_MODES,
@@ -147,7 +147,7 @@ def test_cpu_and_auto_need_no_torch() -> None:
     code = textwrap.dedent(
         """
         import sys
-        from pytest_cgraph.backends import check_device
+        from pytest_cgraph.checking.backends import check_device
         print(check_device("cpu"), check_device("auto"), "torch" in sys.modules)
         """
     )

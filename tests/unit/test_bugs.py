@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
-from pytest_cgraph.registry import (
+from pytest_cgraph.registry.entries import (
     BASELINE_ROOT,
     BUGS_FILE,
     Registry,
@@ -25,7 +25,7 @@ from pytest_cgraph.registry import (
     read_entry,
     registry_files,
 )
-from pytest_cgraph.severity import severity_of_entry, worst
+from pytest_cgraph.registry.severity import severity_of_entry, worst
 from pytest_cgraph.strategies.templates import TEMPLATES
 
 BASELINES = sorted(path for path in BASELINE_ROOT.glob("torch-*") if (path / BUGS_FILE).exists())

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cgraph_doubles.crashing import crashing_program
-from pytest_cgraph import checkers
-from pytest_cgraph.checkers import IsolatedChecker
+from pytest_cgraph.checking import checkers
+from pytest_cgraph.checking.checkers import IsolatedChecker
 from pytest_cgraph.failures import Case, Verdict
 
 ADD_ONE = """

@@ -83,7 +83,7 @@ def test_a_view_passed_without_its_base_keeps_the_base_geometry() -> None:
 
 
 def test_a_view_of_a_base_of_its_own_rank_is_checked_as_written() -> None:
-    from pytest_cgraph.runner import check_source
+    from pytest_cgraph.checking.runner import check_source
 
     # Mutating the input through an as_strided view and returning a view of
     # it compiles correctly for this input; with a flat stand-in base the
@@ -119,7 +119,7 @@ def test_hooks_registered_on_an_argument_are_registered_on_its_copies() -> None:
 
 
 def test_a_check_calls_the_hooks_of_its_arguments_on_each_side() -> None:
-    from pytest_cgraph.runner import check_equivalent
+    from pytest_cgraph.checking.runner import check_equivalent
 
     calls: list[str] = []
 

@@ -10,11 +10,11 @@ import torch
 from cgraph_doubles import cuda_trees
 from cgraph_doubles.cuda_trees import CudaGraphTreesDouble, RecordingCudaOps
 from pytest_cgraph import EquivalenceError, check_equivalent
-from pytest_cgraph.backends import resolve_backend
+from pytest_cgraph.checking.backends import resolve_backend
+from pytest_cgraph.checking.runner import CheckSettings, run_check
 from pytest_cgraph.oracle import compiling, engine
 from pytest_cgraph.oracle.difference import Kind, Place, Role
 from pytest_cgraph.oracle.engine import check_source
-from pytest_cgraph.runner import CheckSettings, run_check
 
 
 def fresh_pair(k: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -145,7 +145,7 @@ def test_an_unknown_device_is_rejected(device: str) -> None:
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_transfer_programs_run_eagerly_on_the_gpu() -> None:
     from pytest_cgraph import InvalidProgram
-    from pytest_cgraph.runner import check_source
+    from pytest_cgraph.checking.runner import check_source
 
     drawn = draw_programs(40, families=("transfer",), seed=SEED, device="cuda")
     with_transfers = [p for p in drawn if _cuda_lines([p])]

@@ -14,7 +14,8 @@ from hypothesis.database import (
     ReadOnlyDatabase,
 )
 
-from pytest_cgraph.database import (
+from pytest_cgraph.errors import ConfigurationError
+from pytest_cgraph.hunting.database import (
     REDIS_KEY_PREFIX,
     DatabaseEntry,
     DatabaseSpec,
@@ -23,7 +24,6 @@ from pytest_cgraph.database import (
     check_usable,
     parse_database,
 )
-from pytest_cgraph.errors import ConfigurationError
 
 
 def test_a_relative_directory_is_made_absolute_from_the_base(tmp_path: Path) -> None:
@@ -163,7 +163,7 @@ def test_several_entries_are_one_multiplexed_database(tmp_path: Path) -> None:
     redis = pytest.importorskip("redis")
     from hypothesis.extra.redis import RedisExampleDatabase
 
-    from pytest_cgraph.database_outage import OutageTolerant
+    from pytest_cgraph.hunting.database_outage import OutageTolerant
 
     # Building connects to nothing: the client connects at its first command.
     database = build_database(parse_database(".cgraph-db,ro:redis://ci:6379/0", tmp_path))

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from cgraph_doubles.scripts import load_script
-from pytest_cgraph.registry import BASELINE_ROOT, BUGS_FILE, read_bugs, registry_files
-from pytest_cgraph.severity import Severity, severity_of_entry, worst
+from pytest_cgraph.registry.entries import BASELINE_ROOT, BUGS_FILE, read_bugs, registry_files
+from pytest_cgraph.registry.severity import Severity, severity_of_entry, worst
 
 derive_baseline = load_script("derive_baseline")
 SOURCE = BASELINE_ROOT / "torch-2.13"
@@ -49,7 +49,7 @@ def test_only_reproducing_forms_are_kept_and_each_bug_is_as_bad_as_what_is_left(
 
 def test_checked_results_say_how_many_forms_reproduce_and_name_a_bug_fixed() -> None:
     from pytest_cgraph.oracle.driver import ReplayVerdict
-    from pytest_cgraph.registry import Bug
+    from pytest_cgraph.registry.entries import Bug
 
     same, other, gone = (v.value for v in ReplayVerdict)
     bug = Bug("b", "t", Severity.SILENT, "m", (), ("f1.toml", "f2.toml", "f3.toml"))
@@ -121,7 +121,7 @@ def test_a_replay_here_records_each_bug_s_result_and_keeps_what_reproduced(
 def test_a_second_torch_s_result_joins_the_first_and_a_rerun_replaces_its_own(
     tmp_path: Path,
 ) -> None:
-    from pytest_cgraph.bugs_file import set_checked
+    from pytest_cgraph.registry.bugs_file import set_checked
 
     (tmp_path / BUGS_FILE).write_text(
         '# why this bug is split\n[[bug]]\nid = "b"\ntitle = "t"\nseverity = "crash"\n'
@@ -160,7 +160,7 @@ def test_deriving_into_a_baseline_that_has_a_bugs_file_is_refused(
 
 
 def test_a_hand_written_checked_line_is_replaced_not_doubled(tmp_path: Path) -> None:
-    from pytest_cgraph.bugs_file import set_checked
+    from pytest_cgraph.registry.bugs_file import set_checked
 
     (tmp_path / BUGS_FILE).write_text(
         '[[bug]]\nid = "b"\ntitle = "t"\nseverity = "crash"\nmechanism = "m"\n'

@@ -7,11 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cgraph import repro
 from pytest_cgraph.oracle.driver import ReproCase
-from pytest_cgraph.registry import Registry, read_entry
-from pytest_cgraph.repro import entry_text, header_of, recorded_case, replay_file
-from pytest_cgraph.repro_files import BASE_SIGNATURE, ENTRY_LINE, LAYER, MARKER_LINE, write_repro
+from pytest_cgraph.recording import repro
+from pytest_cgraph.recording.repro import entry_text, header_of, recorded_case, replay_file
+from pytest_cgraph.registry.entries import Registry, read_entry
+from pytest_cgraph.registry.repro_files import (
+    BASE_SIGNATURE,
+    ENTRY_LINE,
+    LAYER,
+    MARKER_LINE,
+    write_repro,
+)
 
 PLAIN = "import torch\n\n\ndef program(a0):\n    return (a0.sin(),)\n"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_cgraph.findings import FoundSignatures
+from pytest_cgraph.hunting.findings import FoundSignatures
 
 SIGNATURE = "crash-compiled_call-AssertionError-Encountered_a_set_on_a_graph_367ce1"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cgraph.record import main
-from pytest_cgraph.registry import BASELINE_ROOT, Registry, read_bugs, read_entry
+from pytest_cgraph.recording.record import main
+from pytest_cgraph.registry.entries import BASELINE_ROOT, Registry, read_bugs, read_entry
 
 SOURCE = BASELINE_ROOT / "torch-2.13"
 BUGS = '''[[bug]]

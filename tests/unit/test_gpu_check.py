@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 gpu_check = load_script("gpu_check")
 
 
-def test_the_staged_source_tree_imports_the_strategies_without_an_install(
+def test_the_staged_source_tree_imports_the_package_without_an_install(
     tmp_path: Path,
 ) -> None:
     staged = gpu_check.stage_source(REPO, tmp_path / "src")
@@ -40,7 +40,9 @@ def test_the_staged_source_tree_imports_the_strategies_without_an_install(
     # and pytest finds the plugin by its entry point, as if installed.
     assert found[0] == str(staged / "pytest_cgraph" / "strategies" / "families.py")
     assert found[1] == str(staged)
-    assert (staged / "pytest_cgraph" / "strategies").resolve() == REPO / "strategies"
+    assert (
+        staged / "pytest_cgraph" / "strategies"
+    ).resolve() == REPO / "pytest_cgraph" / "strategies"
 
 
 def test_without_an_installed_plugin_it_is_loaded_from_the_source_on_pythonpath(

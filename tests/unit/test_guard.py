@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cgraph.failures import Case
-from pytest_cgraph.guard import (
+from pytest_cgraph.checking.guard import (
     InFlight,
     ProgramTimeout,
     read_dead_program,
     stale_records,
     time_limit,
 )
+from pytest_cgraph.failures import Case
 
 
 def program(timeout: float | None = None) -> Case:

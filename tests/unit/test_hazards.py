@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cgraph.hazards import hazard_of, hazards
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
-from pytest_cgraph.registry import Registry, program_ops
-from pytest_cgraph.repro_files import BASE_SIGNATURE, LAYER, MARKER_LINE
+from pytest_cgraph.registry.entries import Registry, program_ops
+from pytest_cgraph.registry.hazards import hazard_of, hazards
+from pytest_cgraph.registry.repro_files import BASE_SIGNATURE, LAYER, MARKER_LINE
 
 WRONG = Difference(Kind.VALUE, 3, Place(Role.OUTPUT, index=0))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from pytest_cgraph.heap import long_lived_heap_frozen
+from pytest_cgraph.checking.heap import long_lived_heap_frozen
 
 
 class Node:

@@ -17,13 +17,14 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.database import InMemoryExampleDatabase
 
-from pytest_cgraph import hunt as hunt_module
 from pytest_cgraph.failures import Case, Failure, Outcome, ReproResult, ReproStatus, Verdict
-from pytest_cgraph.findings import found_key
-from pytest_cgraph.hunt import STALL_AFTER, Budget, HarnessError, Hunt
+from pytest_cgraph.hunting import hunt as hunt_module
+from pytest_cgraph.hunting.findings import found_key
+from pytest_cgraph.hunting.hunt import STALL_AFTER, Budget, Hunt
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
-from pytest_cgraph.registry import KnownBug, Registry, program_ops
-from pytest_cgraph.stats import RunStats
+from pytest_cgraph.registry.entries import KnownBug, Registry, program_ops
+from pytest_cgraph.registry.judge import HarnessError
+from pytest_cgraph.reporting.stats import RunStats
 
 WRONG_OUTPUT = Difference(Kind.VALUE, 2, Place(Role.OUTPUT, index=0))
 

@@ -24,7 +24,7 @@ def test_hook_module_imports_neither_torch_nor_hypothesis() -> None:
     out = run_child(
         """
         import sys
-        import pytest_cgraph.plugin
+        import pytest_cgraph.plugin.hooks
         import pytest_cgraph
         print(sorted(m for m in ("torch", "hypothesis") if m in sys.modules))
         """
@@ -51,8 +51,9 @@ def test_the_plugin_loads_and_runs_where_fcntl_does_not_exist(tmp_path: Path) ->
         import sys
         sys.modules["fcntl"] = None
         import pytest
-        import pytest_cgraph.plugin, pytest_cgraph.campaign, pytest_cgraph.crashes
-        import pytest_cgraph.repro, pytest_cgraph.guard, pytest_cgraph.checkers
+        import pytest_cgraph.plugin.hooks, pytest_cgraph.plugin.campaign
+        import pytest_cgraph.plugin.crashes, pytest_cgraph.recording.repro
+        import pytest_cgraph.checking.guard, pytest_cgraph.checking.checkers
         # --cgraph-iters is refused unless the plugin's hooks are loaded.
         code = pytest.main(["-q", "-p", "no:cacheprovider", "--cgraph-iters=3", {str(tmp_path)!r}])
         print("exit", int(code), "fcntl" in sys.modules and sys.modules["fcntl"] is not None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis.database import InMemoryExampleDatabase
 
-from pytest_cgraph.keep_failing import KeepFailing
+from pytest_cgraph.hunting.keep_failing import KeepFailing
 
 
 def test_keep_failing_drops_only_the_deletion_after_a_failing_run() -> None:

@@ -23,9 +23,11 @@ import pytest
 import torch
 
 from pytest_cgraph import EquivalenceError
+from pytest_cgraph.checking.runner import check_source
 from pytest_cgraph.failures import ends_process
-from pytest_cgraph.record import main as record_main
-from pytest_cgraph.registry import (
+from pytest_cgraph.recording.record import main as record_main
+from pytest_cgraph.recording.repro import recorded_case, replay_file
+from pytest_cgraph.registry.entries import (
     BASELINE_ROOT,
     baseline_dir,
     read_bugs,
@@ -33,9 +35,7 @@ from pytest_cgraph.registry import (
     recorded_settings,
     registry_files,
 )
-from pytest_cgraph.repro import recorded_case, replay_file
-from pytest_cgraph.repro_files import BASE_SIGNATURE, ENTRY_LINE, header_value
-from pytest_cgraph.runner import check_source
+from pytest_cgraph.registry.repro_files import BASE_SIGNATURE, ENTRY_LINE, header_value
 
 BASELINE = baseline_dir(torch.__version__)
 # Its entries; the bugs file beside them (``bugs.toml``) is no entry.

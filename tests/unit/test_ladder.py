@@ -10,12 +10,12 @@ import pytest
 import torch
 from torch._dynamo.backends.registry import register_backend
 
+from pytest_cgraph.checking.runner import check_source
 from pytest_cgraph.errors import EquivalenceError
 from pytest_cgraph.failures import Case, Failure
 from pytest_cgraph.oracle import driver, ladder
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
-from pytest_cgraph.repro import locate_layer, make_repro
-from pytest_cgraph.runner import check_source
+from pytest_cgraph.recording.repro import locate_layer, make_repro
 
 #: A rung that crashes while compiling any program: a lower layer with a bug
 #: of its own, whatever the failure being located is.

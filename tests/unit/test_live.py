@@ -8,14 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pytest_cgraph.checking.guard import InFlight, claim_stale_records, stale_records
 from pytest_cgraph.failures import Case, Failure, ReproResult, ReproStatus
-from pytest_cgraph.guard import InFlight, claim_stale_records, stale_records
-from pytest_cgraph.hunt import Budget
-from pytest_cgraph.live import LiveRun
+from pytest_cgraph.hunting.hunt import Budget
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
-from pytest_cgraph.repro_files import MARKER_LINE
-from pytest_cgraph.seeded_draws import without_local_constants
-from pytest_cgraph.stats import RunStats
+from pytest_cgraph.plugin.live import LiveRun
+from pytest_cgraph.registry.repro_files import MARKER_LINE
+from pytest_cgraph.reporting.stats import RunStats
+from pytest_cgraph.strategies.seeded_draws import without_local_constants
 
 WRONG = Difference(Kind.VALUE, 2, Place(Role.OUTPUT, index=0))
 SOURCE = "def program():\n    pass\n"

@@ -228,7 +228,7 @@ def test_a_program_eager_cannot_repeat_is_invalid_not_a_difference() -> None:
     # Each call draws the next numbers of G: compiled code "differs" from
     # eager, but so does eager from itself (as a read of uninitialised
     # memory does), so the difference says nothing about the compiler.
-    from pytest_cgraph.runner import check_source
+    from pytest_cgraph.checking.runner import check_source
 
     with pytest.raises(InvalidProgram) as raised:
         check_source(UNSEEDED, backend="aot_eager")
@@ -294,8 +294,8 @@ def test_arguments_and_fresh_args_together_are_refused() -> None:
 def test_a_checked_program_leaves_nothing_in_linecache() -> None:
     import linecache
 
+    from pytest_cgraph.checking.runner import check_source
     from pytest_cgraph.oracle.protocol import source_filename
-    from pytest_cgraph.runner import check_source
 
     source = "import torch\n\n\ndef program(a0):\n    return (a0 + 1,)\n\n\ndef inputs(k):\n"
     source += "    return (torch.ones(2),)\n"
@@ -332,7 +332,7 @@ COMPILED_AUTOGRAD = True
 def test_a_programs_module_is_importable_while_checked_and_dropped_after() -> None:
     import sys
 
-    from pytest_cgraph.runner import check_source
+    from pytest_cgraph.checking.runner import check_source
 
     before = {name for name in sys.modules if name.startswith("cgraph_program")}
     # Not importable, the compiled backward raised ModuleNotFoundError: a false alarm.

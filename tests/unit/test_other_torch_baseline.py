@@ -8,9 +8,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from pytest_cgraph import registry, session
-from pytest_cgraph.options import OPTIONS_KEY
-from pytest_cgraph.registry import (
+from pytest_cgraph.plugin import session
+from pytest_cgraph.plugin.options import OPTIONS_KEY
+from pytest_cgraph.registry import entries as registry
+from pytest_cgraph.registry.entries import (
     BASELINE_ROOT,
     baseline_dir,
     baseline_note,

@@ -1,4 +1,4 @@
-"""The built wheel ships the baseline: every entry of every torch release, as package data."""
+"""The built wheel ships every module at its import path, and the baseline as package data."""
 
 from __future__ import annotations
 
@@ -55,3 +55,9 @@ def test_the_wheel_holds_every_baseline_entry_and_builds_without_warnings(tmp_pa
     }
     assert expected and shipped == expected
     assert "pytest_cgraph/py.typed" in names
+    # Every module of every stage folder, at the path it is imported by.
+    modules = {
+        path.relative_to(source).as_posix() for path in (source / "pytest_cgraph").rglob("*.py")
+    }
+    assert len(modules) > 60 and modules <= names
+    assert "pytest_cgraph/strategies/generate.py" in names

@@ -1,4 +1,4 @@
-"""Plain torch scripts of baseline findings (``pytest_cgraph.plain``).
+"""Plain torch scripts of baseline findings (``pytest_cgraph.recording.plain``).
 
 Each kind of difference a compiler engineer files upstream (a wrong value, a
 wrong write to an argument, a wrong gradient, a crash) gets a short script
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cgraph import plain
-from pytest_cgraph.plain import ProgramText, inputs_body, main, make_plain
-from pytest_cgraph.registry import read_bugs, version_order
+from pytest_cgraph.recording import plain
+from pytest_cgraph.recording.plain import ProgramText, inputs_body, main, make_plain
+from pytest_cgraph.registry.entries import read_bugs, version_order
 
 BASELINE = Path(__file__).resolve().parents[2] / "pytest_cgraph" / "known" / "torch-2.13"
 
@@ -132,7 +132,7 @@ def test_the_command_prints_the_script_and_a_verdict(
 def test_a_report_ready_to_file_carries_the_bug_the_script_and_what_it_printed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from pytest_cgraph import plain
+    from pytest_cgraph.recording import plain
 
     monkeypatch.setattr(plain, "versions", lambda: "PyTorch version: 2.13.0+cpu")
     entry = BASELINE / "value-output-aot_eager-2.toml"
@@ -343,7 +343,7 @@ def test_without_its_unread_view_a_finding_copies_its_inputs_with_deepcopy() -> 
 
 
 def test_torch_log_records_are_left_out_of_what_the_script_printed() -> None:
-    from pytest_cgraph import plain
+    from pytest_cgraph.recording import plain
 
     log = "W1126 23:16:43.128000 12064 torch/_inductor/cudagraph_utils.py:380] skipping"
     assert plain._LOG.match(log)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 
 import cgraph_doubles.faults  # noqa: F401  (registers the fault backends)
+from pytest_cgraph.checking.runner import check_source, load_source
 from pytest_cgraph.oracle.difference import Kind
 from pytest_cgraph.oracle.protocol import ADVANCE, INPUTS, PROGRAM
-from pytest_cgraph.runner import check_source, load_source
 from pytest_cgraph.strategies import InputSpec, Program, Statement
 from pytest_cgraph.strategies.templates import TEMPLATES, templates_used
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cgraph.record import main
-from pytest_cgraph.registry import KnownBug, Registry, read_entry
-from pytest_cgraph.repro import replay_in_process
-from pytest_cgraph.repro_files import ENTRY_LINE, MARKER_LINE
+from pytest_cgraph.recording.record import main
+from pytest_cgraph.recording.repro import replay_in_process
+from pytest_cgraph.registry.entries import KnownBug, Registry, read_entry
+from pytest_cgraph.registry.repro_files import ENTRY_LINE, MARKER_LINE
 
 DIFFERS = """
 import torch
@@ -114,14 +114,14 @@ def test_a_program_that_agrees_is_refused(
 def test_a_missing_program_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(tmp_path / "nope.py"), "--into", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith(f"error: cannot read {tmp_path / 'nope.py'}")
-    assert sys.modules.get("pytest_cgraph.record") is not None
+    assert sys.modules.get("pytest_cgraph.recording.record") is not None
 
 
 def test_a_program_that_kills_its_process_is_recorded_by_its_crash_site(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from cgraph_doubles.crashing import crashing_program
-    from pytest_cgraph.repro import replay_file
+    from pytest_cgraph.recording.repro import replay_file
 
     program = tmp_path / "segfaults_when_compiled.py"
     program.write_text(crashing_program("read_zero"))
@@ -141,7 +141,7 @@ def test_a_program_that_kills_its_process_is_recorded_by_its_crash_site(
 def test_a_backend_a_module_registers_is_recorded_with_import(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pytest_cgraph.registry import recorded_settings
+    from pytest_cgraph.registry.entries import recorded_settings
 
     program = tmp_path / "adds.py"
     program.write_text(

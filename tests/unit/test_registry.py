@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
-from pytest_cgraph.registry import (
+from pytest_cgraph.registry.entries import (
     BUGS_FILE,
     DATA_ASSIGNED,
     MODULE_CALL,
@@ -20,7 +20,7 @@ from pytest_cgraph.registry import (
     read_entry,
     registry_files,
 )
-from pytest_cgraph.repro_files import BASE_SIGNATURE, LAYER, MARKER_LINE
+from pytest_cgraph.registry.repro_files import BASE_SIGNATURE, LAYER, MARKER_LINE
 from pytest_cgraph.strategies.templates import TEMPLATES
 
 WRONG = Difference(Kind.VALUE, 2, Place(Role.OUTPUT, index=0))

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 import pytest_cgraph
-from pytest_cgraph.report import (
+from pytest_cgraph.reporting.report import (
     NOT_RECORDED,
     ReportError,
     check_report,
@@ -348,7 +348,7 @@ def test_rendering_needs_neither_torch_nor_hypothesis(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import sys, pytest_cgraph.report as r; "
+            "import sys, pytest_cgraph.reporting.report as r; "
             f"r.write_html({str(SAMPLE)!r}, {str(tmp_path / 'p.html')!r}); "
             "print(sorted(m for m in ('torch', 'hypothesis') if m in sys.modules))",
         ],

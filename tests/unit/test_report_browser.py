@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_cgraph.report import KNOWN_COLOR, NEW_COLOR, WORKER_COLORS, write_html
+from pytest_cgraph.reporting.report import KNOWN_COLOR, NEW_COLOR, WORKER_COLORS, write_html
 
 CHROMIUM = Path("/usr/bin/chromium")
 SAMPLE = Path(__file__).parent / "data" / "cgraph-report.json"

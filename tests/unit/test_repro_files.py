@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_cgraph.checking.runner import check_source
 from pytest_cgraph.errors import EquivalenceError
 from pytest_cgraph.failures import Case, Failure, ReproStatus
 from pytest_cgraph.oracle.compiling import Backend
-from pytest_cgraph.repro import make_repro
-from pytest_cgraph.repro_files import MARKER_LINE, write_repro
-from pytest_cgraph.runner import check_source
+from pytest_cgraph.recording.repro import make_repro
+from pytest_cgraph.registry.repro_files import MARKER_LINE, write_repro
 from pytest_cgraph.strategies.templates import MODULE, TEMPLATES
 
 LOST_MUTATION = """\
@@ -86,7 +86,7 @@ def verified(program: str, size: int, message: str | None = None) -> Failure:
 
 def stored(signature: str, program: str, size: int) -> str:
     """A repro file's text as far as a registry reads one."""
-    from pytest_cgraph.repro_files import BASE_SIGNATURE, LAYER, SIZE
+    from pytest_cgraph.registry.repro_files import BASE_SIGNATURE, LAYER, SIZE
 
     return (
         f"{MARKER_LINE}\n{BASE_SIGNATURE}{signature}\n{LAYER}aot_eager\n"
@@ -101,7 +101,7 @@ BY_SET = "def program(a0):\n    a0.set_(a0.clone())\n    return (a0,)\n"
 def test_another_mechanism_of_a_signature_is_written_beside_never_kept_out(
     tmp_path: Path,
 ) -> None:
-    from pytest_cgraph.repro import store_repro
+    from pytest_cgraph.recording.repro import store_repro
 
     first = store_repro(verified(BY_MUL, 20), tmp_path).repro
     assert first is not None and first.status is ReproStatus.WRITTEN
@@ -119,7 +119,7 @@ def test_another_mechanism_of_a_signature_is_written_beside_never_kept_out(
 def test_a_file_making_fewer_calls_is_kept_even_against_a_smaller_program(
     tmp_path: Path,
 ) -> None:
-    from pytest_cgraph.repro import store_repro
+    from pytest_cgraph.recording.repro import store_repro
 
     first = store_repro(verified(BY_MUL, 40), tmp_path).repro
     # another hazard besides the write (a random draw): the file claims every
@@ -140,7 +140,7 @@ def test_a_file_making_fewer_calls_is_kept_even_against_a_smaller_program(
 def test_the_same_bug_s_file_is_found_past_a_gap_and_another_bug_s_file(
     tmp_path: Path,
 ) -> None:
-    from pytest_cgraph.repro import store_repro
+    from pytest_cgraph.recording.repro import store_repro
 
     name, signature = "value-output-aot_eager", verified(BY_MUL, 1).signature
     # value-output-aot_eager.py was deleted after triage; -2 is another bug, -3 this one
@@ -155,7 +155,7 @@ def test_the_same_bug_s_file_is_found_past_a_gap_and_another_bug_s_file(
 def test_a_message_one_file_names_is_one_bug_until_files_of_other_calls_share_it(
     tmp_path: Path,
 ) -> None:
-    from pytest_cgraph.repro import store_repro
+    from pytest_cgraph.recording.repro import store_repro
 
     message = "one of the variables needed for gradient computation has been modified"
     first = store_repro(verified(BY_MUL, 30, message), tmp_path).repro
@@ -177,7 +177,7 @@ def test_a_hang_whose_faulthandler_dump_crashed_still_reproduced_its_hang() -> N
     import subprocess as sp
 
     from pytest_cgraph.oracle.driver import ReplayVerdict
-    from pytest_cgraph.repro import _subprocess_verdict
+    from pytest_cgraph.recording.repro import _subprocess_verdict
 
     dump = 'Timeout (0:00:01)!\nThread 0x7f (most recent call first):\n  File "x.py", line 3\n'
     segfault = "Fatal Python error: Segmentation fault\n"
@@ -196,7 +196,7 @@ def test_a_verdict_line_is_read_whole_never_by_its_first_word() -> None:
     import subprocess as sp
 
     from pytest_cgraph.oracle.driver import ReplayVerdict
-    from pytest_cgraph.repro import _subprocess_verdict
+    from pytest_cgraph.recording.repro import _subprocess_verdict
 
     differently = "REPRODUCED DIFFERENTLY (aot_eager): value difference [was a, now b]"
     for line, verdict in [
@@ -235,7 +235,7 @@ def test_a_corrupted_repro_of_ours_is_kept_and_ours_goes_beside_it(tmp_path: Pat
 RACE = """
 import sys
 from pathlib import Path
-from pytest_cgraph.repro_files import MARKER_LINE, write_repro
+from pytest_cgraph.registry.repro_files import MARKER_LINE, write_repro
 
 directory, size = Path(sys.argv[1]), int(sys.argv[2])
 text = f"{MARKER_LINE}\\n# size: {size}\\nprint('repro of size {size}')\\n"
@@ -492,7 +492,7 @@ def test_an_entry_or_a_hand_recorded_program_is_never_replaced_by_an_equal_one(
 def test_a_repro_that_dies_elsewhere_does_not_reproduce_the_death() -> None:
     from pytest_cgraph.failures import death
     from pytest_cgraph.oracle.driver import ReplayVerdict
-    from pytest_cgraph.repro import ScriptRun
+    from pytest_cgraph.recording.repro import ScriptRun
 
     here = death("killed by SIGSEGV", "SIGSEGV", "in unbind (torch/_tensor.py)")
     elsewhere = death("killed by SIGSEGV", "SIGSEGV", "in gen_alias (torch/_functorch/x.py)")
@@ -611,8 +611,8 @@ FX_CRASH = "crash-compiled_backward-IndexError-list_index_out_of_range_f71717-ao
 def test_what_torch_prints_as_a_graph_crashes_is_held_back_without_v(tmp_path: Path) -> None:
     import torch
 
-    from pytest_cgraph.record import main as record_main
-    from pytest_cgraph.registry import BASELINE_ROOT
+    from pytest_cgraph.recording.record import main as record_main
+    from pytest_cgraph.registry.entries import BASELINE_ROOT
 
     entry = BASELINE_ROOT / "torch-2.13" / FX_CRASH
     if not torch.__version__.startswith("2.13.") or not entry.exists():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
-from pytest_cgraph.severity import Severity, severity_of, worst
+from pytest_cgraph.registry.severity import Severity, severity_of, worst
 
 OUTPUT = Place(Role.OUTPUT, index=0)
 CALL = Place(Role.COMPILED, name="call")

@@ -9,9 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from pytest_cgraph.checking.runner import load_source
 from pytest_cgraph.oracle.protocol import FRESH_INPUTS, INPUTS, ITERS, PROGRAM
-from pytest_cgraph.runner import load_source
-from pytest_cgraph.standalone import INLINE_ELEMENTS, NotInlinable, program_source
+from pytest_cgraph.recording.standalone import INLINE_ELEMENTS, NotInlinable, program_source
 
 SCALE = 3.0
 DTYPE = torch.float64

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest_cgraph
 from pytest_cgraph.failures import Case, Failure, Outcome, ReproResult, ReproStatus, Verdict
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
-from pytest_cgraph.registry import read_bugs
-from pytest_cgraph.stats import RunStats, report_data, summary_lines, write_report
+from pytest_cgraph.registry.entries import read_bugs
+from pytest_cgraph.reporting.stats import RunStats, report_data, summary_lines, write_report
 
 WRONG = Difference(Kind.VALUE, 2, Place(Role.OUTPUT, index=0))
 

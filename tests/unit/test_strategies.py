@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis.errors import InvalidArgument
 
+from pytest_cgraph.checking.runner import load_source
 from pytest_cgraph.oracle.protocol import INPUTS, PROGRAM
-from pytest_cgraph.runner import load_source
 from pytest_cgraph.strategies import FAMILIES, OPS, Program, draw_programs, programs
 
 ALL_FAMILIES = tuple(FAMILIES)

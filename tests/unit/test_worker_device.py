@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_cgraph.options import worker_device
+from pytest_cgraph.plugin.options import worker_device
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,233 @@
+"""Where a program is checked: here under a time limit, or in a child process that may die.
+
+Both checkers turn whatever a program does (pass, differ, raise eagerly,
+hang, kill its process) into an :class:`Outcome`; the campaign treats
+them alike.
+
+``InProcessChecker`` is the default: the soft time limit and the in-flight
+record of :mod:`pytest_cgraph.checking.guard` contain what they can, and under
+pytest-xdist the controller survives a worker's death.
+
+``IsolatedChecker`` (``--cgraph-isolate``) is for runs without xdist: a
+child is forked from a forkserver that has imported torch
+once, so a new child costs a fork, not an ``import torch``. The child checks
+programs sent to it until one kills it (segfault, abort, ``os._exit``) or
+outlives the time limit, when it is killed; either way the program becomes
+a failure of this process (an invalid program, if eager's own side killed
+it: its dump says which side died), and the next program gets a fresh child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import importlib
+import multiprocessing
+import os
+import tempfile
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pytest_cgraph.checking.heap import freeze_for_life
+from pytest_cgraph.failures import Case, Outcome, Verdict
+
+if TYPE_CHECKING:
+    from pytest_cgraph.checking.guard import InFlight
+
+#: Imported by the forkserver once, before any child is forked from it.
+_PRELOAD = ["torch", "pytest_cgraph.checking.runner"]
+
+#: Programs one child checks before it is replaced by a fresh one. torch
+#: keeps ~0.1 MB of host memory per compile even after ``torch._dynamo.reset()``
+#: (the class of pytorch/pytorch#174468); a fresh child returns it.
+RECYCLE_PROGRAMS = 500
+
+
+def check_case(case: Case) -> Outcome:
+    """Check ``case`` here and now: every way the program can end, as an :class:`Outcome`.
+
+    Only what the harness itself gets wrong escapes (as ``ERROR``): a hang
+    is the caller's to contain.
+    """
+    from pytest_cgraph.checking.runner import check_source
+    from pytest_cgraph.errors import EquivalenceError, InvalidProgram
+
+    try:
+        report = check_source(
+            case.source, backend=case.backend, device=case.device, iters=case.iters
+        )
+    except InvalidProgram as invalid:
+        return Outcome(Verdict.INVALID, reason=invalid.reason)
+    except EquivalenceError as error:
+        return Outcome(Verdict.FAIL, error.difference)
+    return Outcome(Verdict.PASS, report=report)
+
+
+class Checker(Protocol):
+    """What the campaign checks programs with: either checker below."""
+
+    def check(self, case: Case) -> Outcome:
+        """Check ``case``; every way the program can end is an :class:`Outcome`."""
+        ...
+
+    def close(self) -> None:
+        """Release what checking needed (an in-flight record, a child process)."""
+        ...
+
+
+class InProcessChecker:
+    """Checks in this process: soft time limit, in-flight record, hard limit."""
+
+    def __init__(self, inflight: InFlight | None, timeout: float | None) -> None:
+        self.inflight = inflight
+        self.timeout = timeout
+
+    def check(self, case: Case) -> Outcome:
+        """Check ``case``; a hang becomes a ``TIMEOUT`` outcome."""
+        from pytest_cgraph.checking.guard import ProgramTimeout, time_limit
+
+        if self.inflight is not None:
+            self.inflight.start(case)
+        try:
+            with time_limit(self.timeout):
+                return check_case(case)
+        except ProgramTimeout:
+            return Outcome.timed_out(self.timeout)
+        finally:
+            if self.inflight is not None:
+                self.inflight.finish()
+
+    def close(self) -> None:
+        """The item is done: its in-flight record goes."""
+        if self.inflight is not None:
+            self.inflight.close()
+
+
+class IsolatedChecker:
+    """A child process that checks program sources, replaced when it dies."""
+
+    def __init__(self, setup_modules: tuple[str, ...], timeout: float | None) -> None:
+        self.setup_modules = setup_modules
+        self.timeout = timeout
+        self._context = multiprocessing.get_context("forkserver")
+        self._context.set_forkserver_preload([*_PRELOAD, *setup_modules])
+        self._process: Any = None
+        self._connection: Connection | None = None
+        self.children_started = 0
+        self._checked_by_child = 0
+        # Where the child's faulthandler writes as it dies: the dump names
+        # the frame it died in, and so which crash it is (failures.crash_site).
+        self._dump_path: str | None = None
+
+    def check(self, case: Case) -> Outcome:
+        """Check ``case`` in the child; never raises for what the program does."""
+        if self._checked_by_child >= RECYCLE_PROGRAMS:
+            self._end_child()
+        connection = self._child()
+        self._checked_by_child += 1
+        connection.send(case)
+        if not connection.poll(self.timeout or None):
+            self._kill()
+            return Outcome.timed_out(self.timeout)
+        try:
+            outcome: Outcome = connection.recv()
+        except (EOFError, ConnectionError):
+            exitcode = self._death()
+            return Outcome.exited(exitcode, self._last_words())
+        return outcome
+
+    def close(self) -> None:
+        """End the child and remove its dump file (a later check starts both afresh)."""
+        try:
+            self._end_child()
+        finally:
+            if self._dump_path is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(self._dump_path)
+                self._dump_path = None
+
+    def _end_child(self) -> None:
+        if self._connection is not None:
+            self._connection.close()  # the child's loop ends at EOF
+            self._connection = None
+        if self._process is not None:
+            self._process.join(timeout=10)
+        self._kill()
+
+    def _last_words(self) -> str:
+        """What the dead child's faulthandler wrote (empty if it died without a word)."""
+        if self._dump_path is None:
+            return ""
+        try:
+            with open(self._dump_path, errors="replace") as stream:
+                return stream.read()
+        except OSError:
+            return ""
+
+    def _child(self) -> Connection:
+        if self._process is not None and self._process.is_alive():
+            assert self._connection is not None
+            return self._connection
+        parent, child = self._context.Pipe()
+        if self._dump_path is None:
+            handle, self._dump_path = tempfile.mkstemp(prefix="cgraph-child-", suffix=".dump")
+            os.close(handle)
+        open(self._dump_path, "w").close()  # emptied: a new child, a new dump
+        self._process = self._context.Process(
+            target=_serve,
+            args=(child, self.setup_modules, self._dump_path),
+            daemon=True,
+            name="cgraph-isolated",
+        )
+        self._process.start()
+        child.close()
+        self._connection = parent
+        self.children_started += 1
+        self._checked_by_child = 0
+        return parent
+
+    @property
+    def child_pid(self) -> int | None:
+        """The current child's process id (for memory readings), if one runs."""
+        return self._process.pid if self._process is not None else None
+
+    def _death(self) -> int | None:
+        """The dead child's exit code (``None`` if it has not exited after all)."""
+        self._process.join(timeout=10)
+        self._connection = None
+        exitcode: int | None = self._process.exitcode
+        return exitcode
+
+    def _kill(self) -> None:
+        if self._process is not None and self._process.is_alive():
+            self._process.kill()
+            self._process.join(timeout=10)
+        self._process = None
+        self._connection = None
+
+
+def _serve(connection: Connection, setup_modules: tuple[str, ...], dump_path: str) -> None:
+    """The child's loop: check each case received, send back the outcome.
+
+    A fatal signal makes faulthandler write the dying thread's stack to
+    ``dump_path``, which the parent reads to tell one crash from another.
+    """
+    faulthandler.enable(open(dump_path, "w"), all_threads=False)  # noqa: SIM115 (for its life)
+    for module in setup_modules:
+        # One that cannot be imported is reported by the first check (below),
+        # as the harness's error; it must not end the child unexplained.
+        with contextlib.suppress(Exception):
+            importlib.import_module(module)
+    freeze_for_life()
+    while True:
+        try:
+            case = connection.recv()
+        except EOFError:
+            return
+        try:
+            for module in case.setup_modules:  # a shared child: each case registers its backend
+                importlib.import_module(module)
+            outcome = check_case(case)
+        except Exception as error:  # the harness itself: reported, not a program failure
+            outcome = Outcome(Verdict.ERROR, reason=f"{type(error).__name__}: {error}")
+        connection.send(outcome)

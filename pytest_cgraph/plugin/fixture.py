@@ -1,0 +1,91 @@
+"""The ``cgraph`` fixture: :func:`pytest_cgraph.check_equivalent` with the session's options."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_cgraph.plugin import session
+from pytest_cgraph.plugin.options import OPTIONS_KEY, CgraphOptions
+from pytest_cgraph.reporting.stats import RunStats
+
+if TYPE_CHECKING:
+    from pytest_cgraph.checking.runner import CheckReport
+
+#: The family the run's summary counts the fixture's checks under.
+FIXTURE_FAMILY = "fixture"
+
+
+class CgraphChecker:
+    """What the fixture gives a test: ``check(fn, *args, **overrides)``.
+
+    Each check counts in the run's summary (``stats``), as a marked test's
+    and a campaign program's do: a run of a user's own tests says what it checked.
+    """
+
+    def __init__(self, options: CgraphOptions, device: str, stats: RunStats | None = None) -> None:
+        self.options = options
+        self.device = device
+        self.stats = stats if stats is not None else RunStats()
+        self.reports: list[CheckReport] = []
+
+    @contextmanager
+    def _counted(self) -> Iterator[list[CheckReport]]:
+        """Count one check: its program, its time, and what it compiled and captured."""
+        from pytest_cgraph.errors import InvalidProgram
+
+        done: list[CheckReport] = []
+        self.stats.count_program(FIXTURE_FAMILY, set())
+        started = time.perf_counter()
+        try:
+            yield done
+        except InvalidProgram as invalid:
+            self.stats.count_invalid(str(invalid))
+            raise
+        finally:
+            self.stats.seconds += time.perf_counter() - started
+        for report in done:
+            self.stats.count_report(report)
+            self.reports.append(report)
+
+    def check(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> CheckReport:
+        """Check ``fn`` on ``args``; keywords override the session's backend, device, iters."""
+        from pytest_cgraph.checking.runner import check_equivalent
+
+        kwargs.setdefault("backend", self.options.backend)
+        kwargs.setdefault("device", self.device)
+        kwargs.setdefault("iters", self.options.iters)
+        __tracebackhide__ = True
+        with self._counted() as done:
+            done.append(check_equivalent(fn, *args, **kwargs))
+        return done[0]
+
+    def check_source(self, source: str, /, **kwargs: Any) -> CheckReport:
+        """Check a program's source (a repro file's program) with the session's backend.
+
+        The source follows the program-source protocol, so it can say what a
+        function cannot: several separately compiled functions (``COMPILE``),
+        an ambient grad mode (``GRAD_MODE``), arguments rebuilt per call.
+        """
+        from pytest_cgraph.checking.runner import check_source
+
+        kwargs.setdefault("backend", self.options.backend)
+        kwargs.setdefault("device", self.device)
+        __tracebackhide__ = True
+        with self._counted() as done:
+            done.append(check_source(source, **kwargs))
+        return done[0]
+
+
+@pytest.fixture
+def cgraph(request: pytest.FixtureRequest) -> CgraphChecker:
+    """Check a function's compiled runs against eager, with this session's options."""
+    return CgraphChecker(
+        request.config.stash[OPTIONS_KEY],
+        session.device(request.config),
+        session.stats_of(request.node),
+    )

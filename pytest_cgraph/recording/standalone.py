@@ -1,0 +1,534 @@
+"""A marked test as standalone program source: its function and arguments written inline.
+
+A repro file must run with torch alone, so a failing ``cgraph_equivalent``
+test is turned into the same kind of source a drawn program has
+(``program``, ``inputs(k)``, ``ITERS``):
+
+- the test function's text is copied (its decorators dropped, renamed so
+  that pytest does not collect it as a test in the repro);
+- what it names from its module is carried along: modules become imports,
+  helper functions and classes written in the project are copied (with what
+  they name in turn), constants become literals, and objects of installed
+  packages (torch included) are imported by name;
+- its arguments become literal values: dtype, shape, strides, storage
+  offset, storage shared between arguments, ``requires_grad``, leaf-ness,
+  ``Parameter``-ness and an existing ``.grad`` are kept.
+
+- a module argument is rebuilt without its ``__init__``: its class (imported
+  or copied), literal attributes, parameters and buffers as literals, and
+  its submodules, so that its ``forward`` reads the same state.
+
+What cannot be written this way (a test method, an optimizer argument, a
+tensor too large to inline, an object with no source) raises :class:`NotInlinable`
+with the reason: the failure is then reported without a repro file, saying
+why, rather than with a file that would not run.
+"""
+
+from __future__ import annotations
+
+import ast
+import dis
+import functools
+import importlib
+import inspect
+import math
+import sys
+import sysconfig
+import textwrap
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pytest_cgraph.errors import CgraphError
+from pytest_cgraph.oracle.cloning import StorageKey, storage_key
+from pytest_cgraph.oracle.protocol import ATOL, FRESH_INPUTS, INPUTS, ITERS, PROGRAM, RTOL
+
+#: Elements per tensor (or shared storage) written out as literals, at most.
+INLINE_ELEMENTS = 4096
+
+_LITERAL_TYPES = (int, float, complex, str, bytes, bool, type(None))
+
+
+class NotInlinable(CgraphError):
+    """The test cannot be written as a standalone program; the message says why."""
+
+
+def program_source(
+    function: Callable[..., Any],
+    names: list[str],
+    values: list[Any],
+    iters: int,
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> tuple[str, int]:
+    """Source defining ``program``, ``inputs(k)`` and ``ITERS``, and the program's size.
+
+    ``program(*values)`` calls ``function`` with ``names`` as keywords, as
+    the marker's check does. The size (elements of the arguments plus their
+    count) orders repros of one signature: a smaller one replaces a larger.
+    """
+    function = _plain_function(function)
+    module = _Module()
+    body = module.test_function(function)
+    arguments, size = _render_arguments(names, values, module)
+    parameters = ", ".join(names)
+    call = ", ".join(f"{name}={name}" for name in names)
+    tolerances = "".join(
+        f"{key} = {value!r}\n" for key, value in ((RTOL, rtol), (ATOL, atol)) if value
+    )
+    source = (
+        f"# {function.__module__}.{function.__qualname__}, its arguments written inline\n"
+        f"{module.preamble()}\n\n\n{body}\n\n\n"
+        f"def {PROGRAM}({parameters}):\n    return {_renamed(function.__name__)}({call})\n\n\n"
+        f"{arguments}\n\n{FRESH_INPUTS} = False\n{ITERS} = {iters}\n{tolerances}"
+    )
+    return source, size
+
+
+def _plain_function(function: Callable[..., Any]) -> types.FunctionType:
+    """The module-level function behind ``function``, or a refusal saying why not."""
+    if isinstance(function, functools.partial):
+        if function.args or function.keywords:
+            raise NotInlinable("test methods and bound arguments are not written inline")
+        function = function.func
+    if inspect.ismethod(function):
+        raise NotInlinable("test methods are not written inline (a module-level test function is)")
+    function = inspect.unwrap(function)
+    if not isinstance(function, types.FunctionType) or inspect.iscoroutinefunction(function):
+        raise NotInlinable(f"{function!r} is not a plain function")
+    if function.__name__ == "<lambda>":
+        raise NotInlinable("a lambda is not written inline (a def is)")
+    if "<locals>" in function.__qualname__:
+        raise NotInlinable(f"{function.__qualname__} is defined inside another function")
+    return function
+
+
+def _renamed(name: str) -> str:
+    """The copied test's name: pytest must not collect it from the repro."""
+    return f"_{name}" if name.startswith("test") else name
+
+
+class _Module:
+    """The repro's module text: imports, constants and copied definitions, in order."""
+
+    def __init__(self) -> None:
+        self.imports: dict[str, str] = {"torch": "import torch"}
+        self.constants: dict[str, str] = {}
+        self.definitions: list[str] = []
+        self.bound: dict[str, object] = {"torch": torch}
+        self.visiting: set[int] = set()
+
+    def test_function(self, function: types.FunctionType) -> str:
+        """The test's own text, decorators dropped and renamed; its globals carried."""
+        text, _ = _definition_text(function, keep_decorators=False)
+        for name in _global_loads(function):
+            self.need(name, function.__globals__)
+        head, _, rest = text.partition(f"def {function.__name__}(")
+        return f"{head}def {_renamed(function.__name__)}({rest}"
+
+    def need(self, name: str, namespace: dict[str, Any]) -> None:
+        """Bind ``name`` in the repro as ``namespace`` binds it."""
+        if name not in namespace:
+            return  # a builtin, or a name the code never reaches
+        value = namespace[name]
+        if name in self.bound:
+            if self.bound[name] is not value and not _same_constant(self.bound[name], value):
+                raise NotInlinable(f"two different objects are both named {name!r}")
+            return
+        self.bound[name] = value
+        if isinstance(value, types.ModuleType):
+            self.imports[name] = (
+                f"import {value.__name__}"
+                if value.__name__ == name
+                else f"import {value.__name__} as {name}"
+            )
+        elif isinstance(value, (torch.dtype, torch.device, torch.Size)) or _is_literal(value):
+            self.constants[name] = f"{name} = {_constant(value)}"
+        elif isinstance(value, (types.FunctionType, type)):
+            self.definition(name, value)
+        elif callable(value) and _importable_from_package(value):
+            self.imports[name] = _import_line(name, value)
+        else:
+            raise NotInlinable(
+                f"the test uses {name!r} (a {type(value).__name__}), "
+                "which cannot be written into a standalone file"
+            )
+
+    def definition(self, name: str, value: types.FunctionType | type) -> None:
+        """Import ``value`` from its installed package, or copy its source here."""
+        if _importable_from_package(value):
+            self.imports[name] = _import_line(name, value)
+            return
+        if id(value) in self.visiting:
+            return
+        self.visiting.add(id(value))
+        text, loads = _definition_text(value, keep_decorators=True)
+        if value.__name__ != name:
+            raise NotInlinable(f"{value.__qualname__} is used under another name, {name!r}")
+        namespace = vars(sys.modules[value.__module__])
+        for needed in loads:
+            self.need(needed, namespace)
+        self.definitions.append(text)
+
+    def preamble(self) -> str:
+        parts = ["\n".join(self.imports.values())]
+        if self.constants:
+            parts.append("\n".join(self.constants.values()))
+        parts.extend(self.definitions)
+        return "\n\n\n".join(parts)
+
+
+def _definition_text(
+    value: types.FunctionType | type, keep_decorators: bool
+) -> tuple[str, set[str]]:
+    """The source of a module-level function or class, and the global names it loads."""
+    try:
+        source = textwrap.dedent(inspect.getsource(value))
+    except (OSError, TypeError) as error:
+        raise NotInlinable(
+            f"the source of {value.__qualname__} is not available ({error})"
+        ) from None
+    try:
+        node = ast.parse(source).body[0]
+    except (SyntaxError, IndexError) as error:
+        raise NotInlinable(f"the source of {value.__qualname__} does not parse ({error})") from None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        raise NotInlinable(f"{value.__qualname__} is not defined by a def or class statement")
+    first = node.lineno - 1
+    if keep_decorators and node.decorator_list:
+        first = min(decorator.lineno for decorator in node.decorator_list) - 1
+    text = "\n".join(source.splitlines()[first : node.end_lineno])
+    if isinstance(value, types.FunctionType):
+        loads = _global_loads(value)
+        if keep_decorators:
+            loads |= {name for decorator in node.decorator_list for name in _names_read(decorator)}
+    else:
+        # A class keeps no code object for its body: every name it reads counts.
+        loads = _names_read(node)
+    return text, loads
+
+
+def _names_read(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _global_loads(function: types.FunctionType) -> set[str]:
+    """Global names the function's code (nested code included) reads."""
+    names: set[str] = set()
+    pending = [function.__code__]
+    while pending:
+        code = pending.pop()
+        for instruction in dis.get_instructions(code):
+            # pytest's assertion rewriting adds "@py_builtins"-style names
+            # that the source text does not use.
+            name = str(instruction.argval)
+            if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") and name.isidentifier():
+                names.add(name)
+        pending.extend(const for const in code.co_consts if isinstance(const, types.CodeType))
+    return names
+
+
+def _importable_from_package(value: Any) -> bool:
+    """Whether ``value`` can be imported by name from an installed package or the stdlib.
+
+    Project modules (tests, conftest, the user's own code next to them) are
+    copied instead: a repro must not depend on the tree it was found in.
+    """
+    module_name = getattr(value, "__module__", None)
+    qualname = getattr(value, "__qualname__", None)
+    if not module_name or not qualname or "<locals>" in qualname:
+        return False
+    try:
+        module = importlib.import_module(module_name)
+    except Exception:
+        return False
+    found: Any = module
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    if found is not value:
+        return False
+    top = module_name.partition(".")[0]
+    if top in sys.stdlib_module_names or top in ("torch", "numpy"):
+        return True
+    origin = getattr(sys.modules.get(top), "__file__", None)
+    if origin is None:
+        return False
+    installed = {Path(sysconfig.get_paths()[key]).resolve() for key in ("purelib", "platlib")}
+    return any(path in Path(origin).resolve().parents for path in installed)
+
+
+def _import_line(name: str, value: Any) -> str:
+    qualname = value.__qualname__
+    if "." in qualname:
+        raise NotInlinable(f"{value.__module__}.{qualname} is not a module-level name")
+    alias = "" if qualname == name else f" as {name}"
+    return f"from {value.__module__} import {qualname}{alias}"
+
+
+def _is_literal(value: Any) -> bool:
+    if isinstance(value, (tuple, list, set, frozenset)):
+        return all(_is_literal(item) for item in value)
+    if isinstance(value, dict):
+        return all(_is_literal(k) and _is_literal(v) for k, v in value.items())
+    return isinstance(value, _LITERAL_TYPES)
+
+
+def _same_constant(bound: object, value: object) -> bool:
+    try:
+        return bool(_is_literal(bound) and bound == value)
+    except Exception:
+        return False
+
+
+def _constant(value: Any) -> str:
+    """Python source for a literal, dtype, device or size."""
+    if isinstance(value, torch.dtype):
+        return str(value)  # "torch.float32"
+    if isinstance(value, torch.device):
+        return f"torch.device({str(value)!r})"
+    if isinstance(value, torch.Size):
+        return f"torch.Size({list(value)!r})"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return 'float("nan")'
+        if math.isinf(value):
+            return 'float("inf")' if value > 0 else '-float("inf")'
+        return repr(value)
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = ", ".join(_constant(item) for item in value)
+        if isinstance(value, list):
+            return f"[{items}]"
+        if isinstance(value, tuple):
+            return f"({items}{',' if len(value) == 1 else ''})"
+        return f"{type(value).__name__}([{items}])"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_constant(k)}: {_constant(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def _render_arguments(names: list[str], values: list[Any], module: _Module) -> tuple[str, int]:
+    """``def inputs(k)`` building ``values`` inline, and their size."""
+    lines: list[str] = []
+    storages: dict[StorageKey | None, str] = {}
+    shared = _shared_storages(values)
+    size = len(values)
+    for name, value in zip(names, values, strict=True):
+        if isinstance(value, torch.nn.Module):
+            expression, elements = _ModuleWriter(module, storages, lines).expression(name, value)
+            size += elements
+            lines.append(f"{name} = {expression}")
+            continue
+        if isinstance(value, torch.optim.Optimizer):
+            raise NotInlinable(
+                f"argument {name!r} is a {type(value).__name__}; optimizers are not written "
+                "inline (their state refers to parameters by identity)"
+            )
+        if not isinstance(value, torch.Tensor):
+            if not (
+                _is_literal(value) or isinstance(value, (torch.dtype, torch.device, torch.Size))
+            ):
+                raise NotInlinable(
+                    f"argument {name!r} is a {type(value).__name__}; only tensors and "
+                    "literal values are written inline"
+                )
+            lines.append(f"{name} = {_constant(value)}")
+            continue
+        expression, elements = _tensor_expression(name, value, storages, shared, lines)
+        size += elements
+        lines.append(f"{name} = {expression}")
+        if value.is_leaf and value.grad is not None:
+            gradient, _ = _tensor_expression(f"{name}.grad", value.grad, {}, set(), lines)
+            lines.append(f"{name}.grad = {gradient}")
+    returned = ", ".join(names) + ("," if len(names) == 1 else "")
+    body = textwrap.indent("\n".join([*lines, f"return ({returned})"]), "    ")
+    return f"def {INPUTS}(k):\n{body}", size
+
+
+#: Copied into a repro that rebuilds a module argument.
+_REBUILT_MODULE = '''def _rebuilt(cls, training, attributes, parameters, buffers, children):
+    """A ``cls`` module with exactly this state, built without running its ``__init__``
+    (whose arguments are not known): what ``forward`` reads is the state."""
+    module = cls.__new__(cls)
+    torch.nn.Module.__init__(module)
+    module.__dict__.update(attributes)
+    for name, parameter in parameters.items():
+        module.register_parameter(name, parameter)
+    for name, (buffer, persistent) in buffers.items():
+        module.register_buffer(name, buffer, persistent=persistent)
+    for name, child in children.items():
+        module.add_module(name, child)
+    module.training = training
+    return module'''
+
+
+class _ModuleWriter:
+    """Writes an ``nn.Module`` argument as a ``_rebuilt(...)`` expression.
+
+    Its class is imported or copied like any name the test uses; its
+    parameters and buffers become tensor literals, a parameter shared by
+    two submodules is written once; its other attributes must be literals.
+    """
+
+    def __init__(
+        self, module: _Module, storages: dict[StorageKey | None, str], lines: list[str]
+    ) -> None:
+        self.module = module
+        self.storages = storages
+        self.lines = lines
+        self.tensors: dict[int, str] = {}
+        self.elements = 0
+
+    def expression(self, name: str, value: torch.nn.Module) -> tuple[str, int]:
+        if "_rebuilt" not in self.module.bound:
+            self.module.bound["_rebuilt"] = _REBUILT_MODULE
+            self.module.definitions.append(_REBUILT_MODULE)
+        return self._module(name, value), self.elements
+
+    def _module(self, path: str, value: torch.nn.Module | None) -> str:
+        if value is None:  # a child slot registered empty, as a parameter may be
+            return "None"
+        cls = type(value)
+        if "<locals>" in cls.__qualname__:
+            raise NotInlinable(f"argument {path!r} is a {cls.__qualname__}, defined in a function")
+        self.module.need(cls.__name__, {cls.__name__: cls})
+        internal = _module_internals()
+        attributes: dict[str, Any] = {}
+        for key, attribute in vars(value).items():
+            if key in internal:
+                if key.endswith("hooks") and attribute:
+                    raise NotInlinable(f"argument {path!r} has {key}; hooks are not written inline")
+                continue
+            if not (_is_literal(attribute) or isinstance(attribute, (torch.dtype, torch.Size))):
+                raise NotInlinable(
+                    f"argument {path!r} keeps {key!r}, a {type(attribute).__name__}; only "
+                    "literal attributes of a module are written inline"
+                )
+            attributes[key] = attribute
+        parameters = {
+            key: self._tensor(f"{path}.{key}", parameter)
+            for key, parameter in value._parameters.items()
+        }
+        buffers = {
+            key: f"({self._tensor(f'{path}.{key}', buffer)}, "
+            f"{key not in value._non_persistent_buffers_set})"
+            for key, buffer in value._buffers.items()
+        }
+        children = {
+            key: self._module(f"{path}.{key}", child) for key, child in value._modules.items()
+        }
+        return (
+            f"_rebuilt({cls.__name__}, {value.training}, {_constant(attributes)}, "
+            f"{_dictionary(parameters)}, {_dictionary(buffers)}, {_dictionary(children)})"
+        )
+
+    def _tensor(self, path: str, tensor: torch.Tensor | None) -> str:
+        if tensor is None:
+            return "None"
+        if id(tensor) not in self.tensors:
+            variable = f"_tensor{len(self.tensors)}_{path.replace('.', '_')}"
+            expression, elements = _tensor_expression(
+                path, tensor, self.storages, set(), self.lines
+            )
+            self.elements += elements
+            self.lines.append(f"{variable} = {expression}")
+            if tensor.is_leaf and tensor.grad is not None:
+                gradient, _ = _tensor_expression(f"{path}.grad", tensor.grad, {}, set(), self.lines)
+                self.lines.append(f"{variable}.grad = {gradient}")
+            self.tensors[id(tensor)] = variable
+        return self.tensors[id(tensor)]
+
+
+@functools.cache
+def _module_internals() -> frozenset[str]:
+    """The attributes every ``nn.Module`` has: rebuilt by ``Module.__init__``."""
+    return frozenset(vars(torch.nn.Module()))
+
+
+def _dictionary(entries: dict[str, str]) -> str:
+    return "{" + ", ".join(f"{key!r}: {text}" for key, text in entries.items()) + "}"
+
+
+def _shared_storages(values: list[Any]) -> set[StorageKey]:
+    """Storages that more than one argument views: written once, viewed by each."""
+    seen: set[StorageKey] = set()
+    shared: set[StorageKey] = set()
+    for value in values:
+        key = storage_key(value) if isinstance(value, torch.Tensor) else None
+        if key is not None:  # an empty storage holds nothing to share
+            (shared if key in seen else seen).add(key)
+    return shared
+
+
+def _tensor_expression(
+    name: str,
+    tensor: torch.Tensor,
+    storages: dict[StorageKey | None, str],
+    shared: set[StorageKey],
+    lines: list[str],
+) -> tuple[str, int]:
+    """An expression rebuilding ``tensor``; statements it needs go to ``lines`` first."""
+    if type(tensor) not in (torch.Tensor, torch.nn.Parameter) or tensor.layout != torch.strided:
+        raise NotInlinable(
+            f"argument {name!r} is a {type(tensor).__name__} with layout {tensor.layout}; "
+            "only plain strided tensors are written inline"
+        )
+    if tensor.is_quantized or tensor.device.type == "meta":
+        raise NotInlinable(f"argument {name!r} is a {tensor.device.type}/quantized tensor")
+    data = tensor.detach()
+    storage_elements = data.untyped_storage().nbytes() // max(data.element_size(), 1)
+    plain = (
+        data.is_contiguous()
+        and data.storage_offset() == 0
+        and data.numel() == storage_elements
+        and storage_key(data) not in shared
+    )
+    elements = data.numel() if plain else storage_elements
+    if elements > INLINE_ELEMENTS:
+        raise NotInlinable(
+            f"argument {name!r} has {elements} elements; repro inputs are written inline "
+            f"up to {INLINE_ELEMENTS}"
+        )
+    dtype = str(data.dtype)
+    if plain:
+        flat = _flat_literal(data.reshape(-1).cpu().tolist())
+        expression = f"torch.tensor({flat}, dtype={dtype}).reshape({tuple(data.shape)!r})"
+    else:
+        key = storage_key(data)
+        if key not in storages:
+            storages[key] = f"_storage{len(storages)}"
+            whole = torch.as_strided(data, (storage_elements,), (1,), 0).cpu().tolist()
+            lines.append(f"{storages[key]} = torch.tensor({_flat_literal(whole)}, dtype={dtype})")
+        else:
+            elements = 0  # counted with the first argument viewing it
+        expression = (
+            f"{storages[key]}.as_strided({tuple(data.shape)!r}, {tuple(data.stride())!r}, "
+            f"{data.storage_offset()})"
+        )
+    if isinstance(tensor, torch.nn.Parameter):
+        expression = f"torch.nn.Parameter({expression}, requires_grad={tensor.requires_grad})"
+    elif tensor.requires_grad:
+        expression += ".requires_grad_()" if tensor.is_leaf else ".requires_grad_().clone()"
+    return expression, elements
+
+
+def _flat_literal(values: list[Any]) -> str:
+    """A flat list literal, eight values per line."""
+    items = [_constant(value) for value in values]
+    if len(items) <= 8:
+        return "[" + ", ".join(items) + "]"
+    rows = [", ".join(items[i : i + 8]) for i in range(0, len(items), 8)]
+    return "[\n    " + ",\n    ".join(rows) + ",\n]"
+
+
+def backend_name(backend: str | Callable[..., Any]) -> str:
+    """A backend as a repro names it: its name, or ``module:attr`` for a compiler."""
+    if isinstance(backend, str):
+        return backend
+    module = getattr(backend, "__module__", None)
+    qualname = getattr(backend, "__qualname__", "")
+    if module and qualname and "." not in qualname and "<" not in qualname:
+        return f"{module}:{qualname}"
+    raise NotInlinable(f"the backend {backend!r} has no importable name (use module:attr)")

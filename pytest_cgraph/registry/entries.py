@@ -1,0 +1,714 @@
+"""Registries of known bugs: directories of repro files and entries, read by their headers.
+
+Two kinds of file make a registry, both written by this plugin and marked
+as such by their first line. A *repro file* (``.py``, what a run writes into
+its repro dir) is a standalone script: the oracle is pasted into it. An
+*entry* (``.toml``, what ``python -m pytest_cgraph.record`` writes, and what
+the shipped baseline holds) is data: the same header, as TOML comments, and
+the program and settings as TOML keys, without the oracle: the installed
+pytest-cgraph replays it, so a baseline of many entries does not carry many
+copies of the oracle. Either header names the failure's base signature and
+first diverging layer. A failure whose
+signature a registry holds is *known*: counted, reported as seen again,
+never shrunk, and (unless ``--cgraph-strict``) never failing the run.
+
+The registries of a run, in order: the baseline of known torch differences
+shipped in the package for the running torch (``pytest_cgraph/known/
+torch-X.Y/``, off with ``--cgraph-no-baseline``), every ``--cgraph-known``
+directory, and the run's own repro dir.
+
+When a failure is known: its base signature (kind, place, facet, exception
+type, normalised message) must be a registry's, and — unless the signature
+carries an exception's message or the failure ends its process, either of
+which names the bug by itself — its first diverging layer must be the
+entry's too. Where a signature is broad (no message, a dead process's site,
+or a message that entries of different calls share), the failing program
+must also make a call of every hazard class the entry's minimal program
+makes (a random draw, an in-place write, a transfer...: :mod:`pytest_cgraph.registry.hazards`),
+or every call an entry declares (``ops = [...]``). So a new wrong gradient
+that only the backend under test produces is never hidden by a known one
+that AOTAutograd produces, a wrong value after a random draw by one after
+a lost write, and one bug met again through other ops of the same kinds is
+known, as the run that found it counts it.
+
+A registry directory may also hold a *bugs file* (``bugs.toml``, not an
+entry) that groups its entries by bug: one mechanism reached through
+several programs is several entries (one per signature, layer and calls)
+but one bug. Where a signature is broad, a grouped entry narrows by its
+bug's ``essential`` calls (what every program reaching that mechanism
+calls) instead of by every call of its own minimal program, so a known
+mechanism met through other ops is known, not news to record again. The
+signature and layer rules stay the entry's own.
+
+Torch-free: the plugin recognises repro files while collecting.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_cgraph.failures import siteless_signature
+from pytest_cgraph.oracle.difference import Difference
+from pytest_cgraph.registry.hazards import hazards, required_hazards
+from pytest_cgraph.registry.repro_files import (
+    BASE_SIGNATURE,
+    ENTRY_LINE,
+    ENTRY_SUFFIX,
+    HEADER_BYTES,
+    LAYER,
+    MARKER_LINE,
+    REPRO_SUFFIX,
+    header_value,
+    is_own_text,
+)
+from pytest_cgraph.registry.severity import Severity
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - the same parser, before it joined the standard library
+    import tomli as tomllib
+
+#: Where the shipped baselines live, one directory per torch release.
+BASELINE_ROOT = Path(__file__).parent.parent / "known"
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    """One registry entry: a repro file and the failure it was written for."""
+
+    signature: str
+    layer: str | None
+    path: Path
+    #: The operations its minimal program calls (or the ``ops`` it declares): what
+    #: a failing program must make to be this bug, by :meth:`claims`.
+    ops: frozenset[str] = frozenset()
+    #: The bug of its directory's bugs file that this entry is a form of, if any.
+    bug: str | None = None
+    #: That bug's essential calls, which replace ``ops`` as the condition: each
+    #: item is a call, or calls joined by ``|`` of which the program makes one.
+    essential: tuple[str, ...] | None = None
+    #: ``ops`` are its minimal program's calls, not declared: the condition is
+    #: their hazard classes (:mod:`pytest_cgraph.registry.hazards`), not every call.
+    by_hazard: bool = False
+
+    def claims(self, ops: frozenset[str]) -> bool:
+        """Whether a failing program calling ``ops`` may be this bug."""
+        if self.essential is not None:
+            return all(any(call in ops for call in item.split("|")) for item in self.essential)
+        if self.by_hazard and hazards(self.ops):
+            return required_hazards(self.ops) <= hazards(ops)
+        return self.ops <= ops
+
+    def same_claim(self, ops: frozenset[str]) -> bool:
+        """Whether a program making ``ops`` is claimed by this entry on exactly the
+        terms the entry's own program is: one bug met through other ops of the same
+        hazards, whose smaller program may replace this one's."""
+        if not self.by_hazard or not hazards(self.ops):
+            return self.ops == ops
+        return required_hazards(self.ops) == required_hazards(ops) and bool(hazards(ops))
+
+    @property
+    def kin(self) -> tuple[str, object]:
+        """What tells this entry's claim from another's of its signature: its bug,
+        or (an entry in no bug) its calls."""
+        if self.bug is not None:
+            return ("bug", self.bug)
+        if self.by_hazard and hazards(self.ops):
+            return ("hazards", required_hazards(self.ops))
+        return ("ops", self.ops)
+
+    def to_json(self) -> dict[str, Any]:
+        """Builtins only: an entry travels to xdist workers that cannot read its file."""
+        return {
+            "signature": self.signature,
+            "layer": self.layer,
+            "path": str(self.path),
+            "ops": sorted(self.ops),
+            "bug": self.bug,
+            "essential": list(self.essential) if self.essential is not None else None,
+            "by_hazard": self.by_hazard,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> KnownBug:
+        """The inverse of :meth:`to_json` (and of an older one's, which had no bug)."""
+        essential = data.get("essential")
+        return cls(
+            data["signature"],
+            data["layer"],
+            Path(data["path"]),
+            frozenset(data["ops"]),
+            data.get("bug"),
+            tuple(essential) if essential is not None else None,
+            bool(data.get("by_hazard", False)),
+        )
+
+
+#: The bugs file of a registry directory: the bugs its entries are forms of.
+BUGS_FILE = "bugs.toml"
+
+
+@dataclass(frozen=True)
+class Bug:
+    """One mechanism of a bugs file, and the entries (its forms) that reach it."""
+
+    id: str
+    title: str
+    severity: Severity
+    #: How it happens, in a few sentences.
+    mechanism: str
+    #: The calls every program reaching it makes (``a|b``: one of them); ``()``
+    #: where each form's signature names the mechanism, whichever op reaches it.
+    essential: tuple[str, ...]
+    #: The entry file names of its forms.
+    forms: tuple[str, ...]
+    #: Where torch tracks it ("unsearched": nobody has looked yet).
+    upstream: str = "unsearched"
+    #: What replaying its forms gave on each torch it was checked on (the torch
+    #: version, e.g. ``2.14.1+cu130``, to ``7 of 8 forms reproduce``), so a report
+    #: is written against the newest torch it still fails on.
+    checked: dict[str, str] = field(default_factory=dict, compare=False)
+    #: Keys this version does not know, kept for whoever writes the file back.
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+_BUG_KEYS = frozenset(
+    {"id", "title", "severity", "mechanism", "essential", "forms", "upstream", "checked"}
+)
+
+
+def read_bugs(directory: Path) -> list[Bug]:
+    """The bugs of ``directory``'s bugs file, in its order; none without one.
+
+    A bugs file that does not parse, or a bug missing a key, raises
+    ``ValueError``: ignoring it would silently change what counts as known.
+    """
+    path = directory / BUGS_FILE
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    try:
+        table = tomllib.loads(data.decode())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path}: not a bugs file: {error}") from error
+    bugs = []
+    for raw in table.get("bug", []):
+        try:
+            bugs.append(
+                Bug(
+                    id=str(raw["id"]),
+                    title=str(raw["title"]),
+                    severity=Severity(raw["severity"]),
+                    mechanism=str(raw["mechanism"]),
+                    essential=tuple(str(call) for call in raw["essential"]),
+                    forms=tuple(str(form) for form in raw["forms"]),
+                    upstream=str(raw.get("upstream", "unsearched")),
+                    checked={str(k): str(v) for k, v in raw.get("checked", {}).items()},
+                    extra={key: value for key, value in raw.items() if key not in _BUG_KEYS},
+                )
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"{path}: bug {raw.get('id', '?')!r}: {error!r}") from error
+    return bugs
+
+
+def _bugs_by_form(directory: Path) -> dict[str, Bug]:
+    """``directory``'s bugs by the file names of their forms, read once per version
+    of the file (a registry is read entry by entry)."""
+    try:
+        stat = (directory / BUGS_FILE).stat()
+    except OSError:
+        return {}
+    return _cached_bugs_by_form(directory.resolve(), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_bugs_by_form(directory: Path, _mtime_ns: int, _size: int) -> dict[str, Bug]:
+    return {form: bug for bug in read_bugs(directory) for form in bug.forms}
+
+
+def is_repro_file(path: Path) -> bool:
+    """Whether ``path`` is a repro file or entry this plugin wrote (its first line says so)."""
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(max(len(MARKER_LINE), len(ENTRY_LINE)))
+    except OSError:
+        return False
+    return is_own_text(head.decode(errors="replace"))
+
+
+def read_entry(path: Path) -> KnownBug | None:
+    """The entry a repro file or entry stands for; ``None`` for foreign or unreadable files."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return None
+    head = text[:HEADER_BYTES]
+    signature = header_value(head, BASE_SIGNATURE)
+    if not is_own_text(head) or signature is None:
+        return None
+    layer = header_value(head, LAYER)
+    declared = _declared_ops(path, text)
+    bug = _bugs_by_form(path.parent).get(path.name)
+    return KnownBug(
+        signature,
+        None if layer in (None, "none") else layer,
+        path,
+        declared if declared is not None else program_ops(_program_of(path, text)),
+        bug.id if bug is not None else None,
+        bug.essential if bug is not None else None,
+        by_hazard=declared is None and bug is None,
+    )
+
+
+def _declared_ops(path: Path, text: str) -> frozenset[str] | None:
+    """An entry's own ``ops = [...]``: the calls a failing program must make to be its
+    bug, where the minimal program's calls say too much. ``ops = []`` claims every
+    program with the entry's signature and layer: for a signature that names its
+    mechanism whatever op triggers it (an op that returns its input itself in eager)."""
+    if path.suffix != ENTRY_SUFFIX:
+        return None
+    try:
+        declared = tomllib.loads(text).get("ops")
+    except tomllib.TOMLDecodeError:
+        return None
+    if not isinstance(declared, list):
+        return None
+    return frozenset(str(op) for op in declared)
+
+
+def _program_of(path: Path, text: str) -> str:
+    """The program of a repro file's or entry's ``text``, or "" if it has none."""
+    if path.suffix != ENTRY_SUFFIX:
+        return _program_in(text)
+    try:
+        program = tomllib.loads(text).get("program", "")
+    except tomllib.TOMLDecodeError:
+        return ""  # replaying the entry says what is wrong with it
+    return program if isinstance(program, str) else ""
+
+
+def registry_files(directory: Path) -> list[Path]:
+    """The files of ``directory`` a registry may hold (repro files and entries), by name."""
+    return sorted(
+        path
+        for path in directory.glob("*")
+        if path.suffix in (REPRO_SUFFIX, ENTRY_SUFFIX) and path.name != BUGS_FILE
+    )
+
+
+_PROGRAM_SOURCE = re.compile(r"^PROGRAM_SOURCE = r'''\n(.*?)^'''", re.MULTILINE | re.DOTALL)
+
+
+def _program_in(text: str) -> str:
+    """The program a repro file's text runs (its ``PROGRAM_SOURCE``), or "" if none."""
+    match = _PROGRAM_SOURCE.search(text)
+    return match.group(1) if match else ""
+
+
+#: The one-line literals a repro file assigns, read beside its program, by their entry keys.
+_RECORDED_LINE = re.compile(
+    r"^(BACKEND|BACKEND_MODULES|DEVICE|TIMEOUT|SIGNATURE) = (.*)$", re.MULTILINE
+)
+
+
+def recorded_settings(path: Path) -> dict[str, object]:
+    """A file's ``program``, ``backend`` (and its ``backend_modules``), ``device``,
+    ``timeout`` (absent: none) and ``signature``, by an entry's keys.
+
+    Read without running the file: an entry is TOML, read by ``tomllib``; a
+    repro file (a whole oracle, which imports torch) is read from its
+    literals, by the same reading :func:`read_entry` uses for the program.
+    This is how either is replayed, refreshed and exported.
+    """
+    if path.suffix == ENTRY_SUFFIX:
+        # Bytes, not text: a newline inside the program stays as it was written.
+        entry: dict[str, object] = tomllib.loads(path.read_bytes().decode())
+        return entry
+    text = path.read_text(errors="replace")
+    literals: dict[str, object] = {}
+    for match in _RECORDED_LINE.finditer(text):
+        # "NAME = 'literal'  # a comment": the line's expression is the literal.
+        value = ast.parse(match.group(2)).body[0]
+        assert isinstance(value, ast.Expr)
+        literals.setdefault(match.group(1).lower(), ast.literal_eval(value.value))
+    # An entry has no key for what is None (TOML has no null): neither has this.
+    return {
+        "program": _program_in(text),
+        **{key: value for key, value in literals.items() if value is not None},
+    }
+
+
+def recorded_modules(settings: dict[str, object]) -> tuple[str, ...]:
+    """The ``backend_modules`` of :func:`recorded_settings`: modules to import first."""
+    modules = settings.get("backend_modules")
+    return tuple(str(module) for module in modules) if isinstance(modules, list | tuple) else ()
+
+
+def program_ops(source: str) -> frozenset[str]:
+    """The names of what ``program`` calls: ``a0.squeeze_(0)`` gives ``squeeze_``,
+    ``torch.nn.functional.dropout(...)`` gives ``dropout``; its subscripts give
+    pseudo-ops (``a0[::2]``: ``[:]``, ``a0[0]``: ``[i]``, ``a0[mask]``: ``[t]``,
+    ``a0[i] = v``: ``[]=``), and so do a ``.data`` assignment (``.data=``) and a
+    call of one of its own arguments, a module: ``m1(a0)`` gives the class
+    ``inputs`` builds it from (``Counter()``), not the argument's name, which
+    says nothing (the same module is ``m1`` in one program and ``m2`` in the
+    next).
+
+    A known bug's minimal program calls only what the bug needs; a program
+    that fails the same way but lacks one of those calls is another bug.
+    This keeps a broad signature (a value difference at an output) from
+    passing over every later bug of that kind as known.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return frozenset()
+    # A program compiled in stages (``COMPILE = ("stage0", "stage1")``) does
+    # its work in the stages; ``program`` is the glue that calls them.
+    stages = {
+        element.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(target, ast.Name) and target.id == "COMPILE" for target in node.targets)
+        and isinstance(node.value, (ast.Tuple, ast.List))
+        for element in node.value.elts
+        if isinstance(element, ast.Constant) and isinstance(element.value, str)
+    }
+    programs = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and (node.name == "program" or node.name in stages)
+    ]
+    modules = _argument_classes(tree)
+    ops = set()
+    for program in programs:
+        for node in ast.walk(program):
+            if isinstance(node, ast.Call):
+                if isinstance(node.func, ast.Attribute):
+                    ops.add(node.func.attr)
+                elif isinstance(node.func, ast.Name) and node.func.id in modules:
+                    ops.add(modules[node.func.id])
+                elif isinstance(node.func, ast.Name) and node.func.id not in _BUILTIN_CALLS:
+                    ops.add(node.func.id)
+            elif isinstance(node, ast.Subscript) and not _picks_from_a_sequence(node):
+                ops.add(_subscript_op(node))
+            elif isinstance(node, ast.Assign) and any(
+                isinstance(target, ast.Attribute) and target.attr == "data"
+                for target in node.targets
+            ):
+                ops.add(DATA_ASSIGNED)
+    # How the inputs change between calls is a cause the program's calls cannot
+    # show: inputs built differently by call (aliased on odd calls only), or the
+    # outputs fed back as the next call's inputs (``advance``).
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        if node.name == "inputs" and any(isinstance(sub, ast.IfExp) for sub in ast.walk(node)):
+            ops.add(INPUTS_BY_CALL)
+        elif node.name == "advance":
+            ops.add(ADVANCED)
+    # Compiling in stages splits the graph where the program says so, which
+    # is a cause of its own: the pseudo-op says the program was staged.
+    return frozenset((ops - stages) | ({STAGED} if stages else set()))
+
+
+def _argument_classes(tree: ast.Module) -> dict[str, str]:
+    """The program's arguments that ``inputs`` builds by calling a class (a module),
+    by name: ``{"m1": "Counter()"}``, the pseudo-op a call of the argument is.
+
+    Read from ``inputs``'s last ``return`` of a tuple, position by position
+    against ``program``'s parameters: an element that is a call (``Counter()``)
+    or a name last assigned one in ``inputs`` (``m1 = Counter()``); a class by
+    its last dotted name (``torch.nn.Linear(1, 1)``: ``Linear()``), capitalised
+    as classes are. An argument called though ``inputs`` does not show its
+    class (built by a factory function, say) is :data:`MODULE_CALL`: a module
+    call still, of no known class.
+    """
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    program, inputs = functions.get("program"), functions.get("inputs")
+    if program is None:
+        return {}
+    parameters = [argument.arg for argument in program.args.args]
+    called = {
+        node.func.id
+        for function in functions.values()
+        for node in ast.walk(function)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
+    classes = dict.fromkeys((name for name in parameters if name in called), MODULE_CALL)
+    if inputs is None or not classes:
+        return classes
+    assigned: dict[str, ast.expr] = {}
+    returned: list[ast.expr] = []
+    for node in ast.walk(inputs):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned[target.id] = node.value
+        elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
+            returned = node.value.elts
+    for name, element in zip(parameters, returned, strict=False):
+        if name not in classes:
+            continue
+        if isinstance(element, ast.Name):
+            element = assigned.get(element.id, element)
+        if isinstance(element, ast.Call):
+            function = element.func
+            callee = str(getattr(function, "attr", None) or getattr(function, "id", ""))
+            if callee[:1].isupper():  # a class; a factory function says nothing of one
+                classes[name] = f"{callee}()"
+    return classes
+
+
+def _subscript_op(node: ast.Subscript) -> str:
+    """A subscript as a pseudo-op: indexing is an op too (a slice is a view, an
+    integer a select, a tensor index a gather or a data-dependent shape, an
+    assignment ``index_put_``), and a bug its minimal program reaches through
+    one is another bug than the same signature reached without."""
+    if isinstance(node.ctx, ast.Store):
+        return "[]="
+    parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    if any(isinstance(part, ast.Slice) or _is_view_constant(part) for part in parts):
+        return "[:]"
+    if all(_is_int_constant(part) for part in parts):
+        return "[i]"
+    return "[t]"
+
+
+#: Calls that return a tuple or list of tensors, and metadata that is a sequence
+#: of numbers: ``x.unbind(0)[0]`` or ``x.shape[0]`` picks an element, which is
+#: no indexing of a tensor (the call itself is the op). ``apply`` is an
+#: autograd Function's: the generator's templates index only those returning
+#: tuples. (``max``/``min`` return a tuple only with a dim: not listed.)
+_SEQUENCE_CALLS = frozenset(
+    {"unbind", "split", "chunk", "tensor_split", "split_with_sizes", "hsplit", "vsplit",
+     "dsplit", "unsafe_split", "unsafe_chunk", "grad", "size", "stride", "sort", "topk",
+     "aminmax", "kthvalue", "frexp", "apply"}
+)  # fmt: skip
+_SEQUENCE_ATTRIBUTES = frozenset({"shape"})
+
+
+def _picks_from_a_sequence(node: ast.Subscript) -> bool:
+    """Whether the subscript reads an element of a tuple of tensors or of metadata."""
+    value = node.value
+    if isinstance(value, ast.Call):
+        function = value.func
+        name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")
+        return name in _SEQUENCE_CALLS
+    return isinstance(value, ast.Attribute) and value.attr in _SEQUENCE_ATTRIBUTES
+
+
+def _is_view_constant(node: ast.expr) -> bool:
+    """``...`` or ``None`` in an index: a view, as a slice is."""
+    return isinstance(node, ast.Constant) and (node.value is Ellipsis or node.value is None)
+
+
+def _is_int_constant(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and isinstance(node.value, int)
+
+
+#: What :func:`program_ops` adds for a program compiled in stages (``COMPILE``).
+STAGED = "COMPILE"
+#: ... for ``inputs(k)`` that chooses by call (``a0[0:1] if k % 2 else ...``).
+INPUTS_BY_CALL = "INPUTS_BY_CALL"
+#: ... for a program whose outputs or state feed the next call (``advance``).
+ADVANCED = "ADVANCE"
+#: ... for an assignment to a tensor's ``.data`` (``a0.data = ...``): no call, but
+#: a cause of its own (Dynamo traces it as ``set_`` of a graph input).
+DATA_ASSIGNED = ".data="
+#: ... for a call of an argument (a module) whose class ``inputs`` does not show.
+MODULE_CALL = "MODULE()"
+
+_BUILTIN_CALLS = frozenset(
+    {"range", "len", "tuple", "list", "float", "int", "bool", "isinstance", "min", "max"}
+)
+
+
+def baseline_dir(torch_version: str) -> Path | None:
+    """The shipped baseline for a torch version (``2.13.0+cpu`` -> ``torch-2.13``), if any."""
+    match = re.match(r"(\d+)\.(\d+)", torch_version)
+    if not match:
+        return None
+    directory = BASELINE_ROOT / f"torch-{match.group(1)}.{match.group(2)}"
+    return directory if directory.is_dir() else None
+
+
+def _release(torch_version: str) -> tuple[int, int] | None:
+    """``2.11.0+cu128`` -> ``(2, 11)``; ``None`` for a version that names no release."""
+    match = re.match(r"(\d+)\.(\d+)", torch_version)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def version_order(version: str) -> tuple[int, ...]:
+    """``2.14.1+cu130`` -> ``(2, 14, 1)``: torch versions, and baselines' names
+    (``torch-2.14``), in release order."""
+    return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0]))
+
+
+def shipped_baselines() -> dict[tuple[int, int], Path]:
+    """Every baseline shipped in the package, by the torch release it was recorded on."""
+    found = {}
+    for directory in BASELINE_ROOT.glob("torch-*"):
+        release = _release(directory.name.removeprefix("torch-"))
+        if release is not None and directory.is_dir():
+            found[release] = directory
+    return found
+
+
+def nearest_baseline_dir(torch_version: str) -> Path | None:
+    """The shipped baseline of the release nearest ``torch_version``, when none is its own.
+
+    ``None`` when the running torch has a baseline (:func:`baseline_dir`) or
+    none is shipped. Nearest by release: of the same major release the
+    nearest minor, between two equally near the newer (its entries were drawn
+    by the current generator); else the release next to it in release order.
+    Its entries were recorded on another torch: some may be fixed there or
+    behave differently, so they are known on this torch only once replayed
+    here (see :func:`baseline_note`).
+    """
+    release = _release(torch_version)
+    shipped = shipped_baselines()
+    if release is None or not shipped or baseline_dir(torch_version) is not None:
+        return None
+
+    def distance(other: tuple[int, int]) -> tuple[int, int, int]:
+        if other[0] == release[0]:
+            return (0, abs(other[1] - release[1]), -other[1])
+        # Another major release: the one next to it in release order.
+        return (abs(other[0] - release[0]), -other[1] if other < release else other[1], 0)
+
+    return shipped[min(shipped, key=distance)]
+
+
+def baseline_note(torch_version: str, rechecked: int | None = None) -> str | None:
+    """One line for a run on a torch with no shipped baseline; ``None`` when it has one.
+
+    Without a baseline, torch's own differences recorded for other releases
+    are failures like any new one (shrunk, reported, failing their item),
+    which a reader must know before reading the run's failures as news.
+    ``rechecked``: how many of the nearest baseline's entries reproduced on
+    this torch and are used as known (``None``: they were not replayed).
+    """
+    if baseline_dir(torch_version) is not None:
+        return None
+    release = _release(torch_version)
+    name = f"torch {release[0]}.{release[1]}" if release else f"torch {torch_version!r}"
+    nearest = nearest_baseline_dir(torch_version)
+    if nearest is None:
+        return f"no baseline of known torch differences for {name}: every difference counts as new"
+    if rechecked is None:
+        return (
+            f"no baseline of known torch differences for {name} (nearest: {nearest.name}, "
+            "not used): torch's own differences count as new"
+        )
+    return (
+        f"no baseline of known torch differences for {name}: {rechecked} entries of "
+        f"{nearest.name} that reproduce here are known, the rest count as new"
+    )
+
+
+class Registry:
+    """Known bugs by base signature, from one or more directories of repro files."""
+
+    def __init__(self, entries: Iterable[KnownBug] = ()) -> None:
+        self._entries: dict[str, list[KnownBug]] = {}
+        for entry in entries:
+            self._entries.setdefault(entry.signature, []).append(entry)
+
+    @classmethod
+    def load(cls, directories: Iterable[Path]) -> Registry:
+        """Every repro file and entry of ``directories`` (missing ones are skipped), in order."""
+        entries: list[KnownBug] = []
+        for directory in directories:
+            if directory.is_dir():
+                entries.extend(
+                    entry
+                    for path in registry_files(directory)
+                    if (entry := read_entry(path)) is not None
+                )
+        return cls(entries)
+
+    def joined(self, entries: Iterable[KnownBug]) -> Registry:
+        """This registry and ``entries`` after it, less those whose file it has already."""
+        have = {entry.path.resolve() for entry in self.entries()}
+        return Registry([*self.entries(), *(e for e in entries if e.path.resolve() not in have)])
+
+    def __len__(self) -> int:
+        return sum(len(entries) for entries in self._entries.values())
+
+    def entries(self) -> list[KnownBug]:
+        """Every entry, in the order loaded."""
+        return [entry for entries in self._entries.values() for entry in entries]
+
+    def may_know(self, difference: Difference) -> bool:
+        """Whether any entry has this base signature (cheap: no layer needed yet)."""
+        return difference.signature in self._entries
+
+    def narrows(self, difference: Difference) -> bool:
+        """Whether this failure is an entry's only if its program makes the calls that
+        tell the entry's bug apart (:meth:`KnownBug.claims`).
+
+        A crash's normalised message names its bug, unless torch raises it
+        from several mechanisms (a version-counter error from any saved
+        tensor written in place): then entries of different calls share it,
+        and a program that makes none of their calls is a mechanism of its
+        own. (The same entry held twice, a repro file and the entry recorded
+        from it, shares nothing; nor do the forms of one bug.) Any other signature is broad, and the
+        program's calls narrow it. So is a dead process's site: a
+        crash in a compiled graph's C++ has no finer one.
+        """
+        if not difference.message or difference.ends_process:
+            return True
+        return len({entry.kin for entry in self._entries.get(difference.signature, [])}) > 1
+
+    def needs_layer(self, difference: Difference) -> bool:
+        """Whether telling this failure known or new takes its first diverging layer."""
+        return self.may_know(difference) and not difference.message and not difference.ends_process
+
+    def match(
+        self,
+        difference: Difference,
+        layer_of: Callable[[], str | None],
+        ops: frozenset[str] = frozenset(),
+    ) -> KnownBug | None:
+        """The entry ``difference`` is an instance of, or ``None`` for a new bug.
+
+        An entry matches on the base signature; where that is broad (no
+        exception message in it), also on the layer, and only if the entry
+        claims the failing program's calls (``ops``; :meth:`KnownBug.claims`:
+        its bug's essential calls, its declared ops, or its program's hazard
+        classes). A message that entries of different calls share is broad
+        too: their calls, not the message, tell their bugs apart.
+        ``layer_of`` is called (once) only when the layer decides it.
+        """
+        candidates = self._entries.get(difference.signature, [])
+        if difference.ends_process and difference.message:
+            # An entry of a dead process recorded without its site (an older
+            # version's) claims any site of its signal, narrowed by ops below.
+            siteless = siteless_signature(difference)
+            candidates = candidates + self._entries.get(siteless, [])
+        if self.narrows(difference):
+            candidates = [entry for entry in candidates if entry.claims(ops)]
+        if not candidates:
+            return None
+        if not self.needs_layer(difference):
+            return candidates[0]
+        layer = layer_of()
+        return next((entry for entry in candidates if entry.layer == layer), None)
+
+
+@functools.cache
+def cached_is_repro_file(path: Path) -> bool:
+    """:func:`is_repro_file`, once per path per process (collection asks per file)."""
+    return is_repro_file(path)

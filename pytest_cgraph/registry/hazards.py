@@ -1,0 +1,197 @@
+"""The hazard a program's call belongs to: what a repro's calls say about its bug.
+
+A repro file a run writes carries its minimal program, but not which of its
+calls make the bug: ``clone``, ``sin`` or ``zeros_like`` are there because
+the generator drew them, while the random draw, the in-place write or the
+view is what the compiled path gets wrong. Requiring every call of that
+program made the same bug, met through other ops (``randn_like`` instead of
+``rand_like``, ``mul_`` instead of ``add_``), count as new in every later run.
+
+So an entry that is neither a form of a bug (whose ``essential`` calls say
+what matters) nor declares its own ``ops`` claims a failing program by
+hazard: the program must make a call of each hazard class the entry's
+program makes among those that change state the compiled path must
+reproduce (a random draw, an in-place write, an in-place metadata change,
+a device or dtype transfer, a graph break). Views and autograd calls are
+classed too, but only shape what a difference is seen through (a value
+read through ``as_strided``, an output of ``detach``): a minimal program
+keeps whichever one its draw happened to use, and the signature already
+names a difference in aliasing or gradients. Calls of no hazard (plain
+arithmetic, reductions, factories) are incidental beside a hazard; a
+program that makes no hazard call at all is its computation, and every call
+of it is required (one wrong ``sin`` under Inductor does not hide a later
+wrong ``matmul``).
+
+The classes follow the kinds of the generator's op table (``rng``,
+``inplace``, ``metadata``, ``view``, ``transfer``, ``autograd``, ``graph``),
+read from call names as :func:`pytest_cgraph.registry.entries.program_ops` gives
+them. Torch-free: the registry reads it while collecting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+RNG = frozenset(
+    {
+        "rand",
+        "randn",
+        "rand_like",
+        "randn_like",
+        "randint",
+        "randint_like",
+        "randperm",
+        "bernoulli",
+        "bernoulli_",
+        "dropout",
+        "dropout_",
+        "dropout1d",
+        "dropout2d",
+        "dropout3d",
+        "feature_dropout",
+        "alpha_dropout",
+        "feature_alpha_dropout",
+        "native_dropout",
+        "multinomial",
+        "normal",
+        "normal_",
+        "uniform_",
+        "exponential_",
+        "geometric_",
+        "cauchy_",
+        "log_normal_",
+        "random_",
+        "poisson",
+        "rrelu",
+        "manual_seed",
+        "Dropout",
+    }
+)
+#: In-place changes of a tensor's metadata (shape, strides, storage, autograd identity).
+METADATA = frozenset(
+    {
+        "resize_",
+        "resize_as_",
+        "t_",
+        "transpose_",
+        "swapdims_",
+        "swapaxes_",
+        "unsqueeze_",
+        "squeeze_",
+        "as_strided_",
+        "set_",
+        "detach_",
+        ".data=",
+    }
+)
+AUTOGRAD = frozenset(
+    {
+        "backward",
+        "grad",
+        "autograd.grad",
+        "register_hook",
+        "register_post_accumulate_grad_hook",
+        "retain_grad",
+        "requires_grad_",
+        "no_grad",
+        "enable_grad",
+        "inference_mode",
+        "set_grad_enabled",
+        "checkpoint",
+        "detach",
+        "zero_grad",
+        "apply",
+        "jvp",
+        "vjp",
+        "vmap",
+    }
+)
+TRANSFER = frozenset(
+    {
+        "to",
+        "cpu",
+        "cuda",
+        "pin_memory",
+        "double",
+        "float",
+        "half",
+        "bfloat16",
+        "type",
+        "type_as",
+        "autocast",
+        "contiguous",
+    }
+)
+VIEW = frozenset(
+    {
+        "view",
+        "view_as",
+        "reshape",
+        "reshape_as",
+        "transpose",
+        "swapdims",
+        "t",
+        "T",
+        "mT",
+        "permute",
+        "movedim",
+        "expand",
+        "expand_as",
+        "narrow",
+        "select",
+        "unsqueeze",
+        "squeeze",
+        "diagonal",
+        "unbind",
+        "split",
+        "chunk",
+        "as_strided",
+        "unfold",
+        "flatten",
+        "view_as_real",
+        "view_as_complex",
+        "real",
+        "imag",
+        "[:]",
+        "[i]",
+    }
+)
+GRAPH = frozenset({"graph_break"})
+
+#: Checked in this order: ``requires_grad_`` is autograd state before it is an
+#: in-place call, ``squeeze_`` a metadata change, ``bernoulli_`` a random draw.
+_CLASSES = (
+    ("rng", RNG),
+    ("autograd", AUTOGRAD),
+    ("metadata", METADATA),
+    ("transfer", TRANSFER),
+    ("view", VIEW),
+    ("graph", GRAPH),
+)
+
+
+def hazard_of(call: str) -> str | None:
+    """The hazard class of one call (``None``: incidental). A module call is named
+    by its class (``Dropout()``): a random module draws."""
+    call = call.removesuffix("()")
+    for name, calls in _CLASSES:
+        if call in calls:
+            return name
+    if call == "[]=" or (call.endswith("_") and not call.endswith("__")):
+        return "inplace"  # add_, _foreach_mul_, copy_, index_put_, a[i] = v
+    return None
+
+
+#: Classes that only shape how a difference is seen: never required of a program.
+CONTEXT = frozenset({"view", "autograd"})
+
+
+def hazards(calls: Iterable[str]) -> frozenset[str]:
+    """The hazard classes ``calls`` touch."""
+    return frozenset(h for h in map(hazard_of, calls) if h is not None)
+
+
+def required_hazards(calls: Iterable[str]) -> frozenset[str]:
+    """The hazard classes of ``calls`` a program must also touch to be the same bug:
+    :func:`hazards` less :data:`CONTEXT`."""
+    return hazards(calls) - CONTEXT

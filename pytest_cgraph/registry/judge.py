@@ -1,0 +1,101 @@
+"""One judge: what a checked program's outcome means, against what is already known.
+
+A campaign item's hunt and the fuzz module's tests both check drawn
+programs and must then say the same thing of the same outcome: the
+program passed, eager rejected it, it is a known bug (a registry entry
+claims it), a bug this run has already found, or a new bug. They ask this
+judge, so the rules (and the order they are applied in) live in one place:
+the harness failing is an error, never a verdict; a registry claim comes
+before the run's own findings; ``strict`` sets the registries aside.
+
+The first diverging layer is asked of ``layer_of`` only when it tells a
+known bug from a new one (:meth:`Registry.match`), once per program and
+signature: finding it replays the program up a ladder of backends.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pytest_cgraph.errors import CgraphError
+from pytest_cgraph.failures import Case, Failure, Outcome, Verdict
+from pytest_cgraph.oracle.difference import Difference
+from pytest_cgraph.registry.entries import KnownBug, Registry, program_ops
+
+
+class HarnessError(CgraphError, RuntimeError):
+    """The harness itself failed while checking a program (not the program's doing)."""
+
+
+class Ruling(enum.Enum):
+    """What a checked program is, for the search that drew it."""
+
+    PASSED = "passed"
+    INVALID = "invalid"  # eager rejected it: no reference behaviour
+    KNOWN = "known"  # a registry entry claims its difference
+    FOUND = "found"  # this run has already found its bug
+    NEW = "new"
+
+    @property
+    def differs(self) -> bool:
+        """Compiled and eager differ (a bug, new or not)."""
+        return self in (Ruling.KNOWN, Ruling.FOUND, Ruling.NEW)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A ruling and what it rests on: the outcome, the new failure or the known entry."""
+
+    ruling: Ruling
+    outcome: Outcome
+    #: The new bug's failure (``NEW`` only).
+    failure: Failure | None = None
+    #: The registry entry that claims the difference (``KNOWN`` only).
+    known: KnownBug | None = None
+
+
+def _nothing_found(case: Case, difference: Difference) -> bool:
+    return False
+
+
+@dataclass
+class Judge:
+    """Rules on checked programs against ``registry`` and, through ``found``, the run's own
+    findings (``found(case, difference)``: true for a bug already found)."""
+
+    registry: Registry
+    layer_of: Callable[[Case, Difference], str | None]
+    #: Every difference is new: the registries are not consulted.
+    strict: bool = False
+    found: Callable[[Case, Difference], bool] = _nothing_found
+    _layers: dict[tuple[str, str], str | None] = field(default_factory=dict)
+
+    def __call__(self, case: Case, outcome: Outcome) -> Judgement:
+        if outcome.verdict is Verdict.ERROR:
+            raise HarnessError(f"pytest-cgraph's check itself failed: {outcome.reason}")
+        if outcome.verdict is Verdict.INVALID:
+            return Judgement(Ruling.INVALID, outcome)
+        difference = outcome.difference
+        if difference is None:
+            return Judgement(Ruling.PASSED, outcome)
+        known = None if self.strict else self.known(case, difference)
+        if known is not None:
+            return Judgement(Ruling.KNOWN, outcome, known=known)
+        if self.found(case, difference):
+            return Judgement(Ruling.FOUND, outcome)
+        return Judgement(Ruling.NEW, outcome, failure=Failure(case, difference))
+
+    def known(self, case: Case, difference: Difference) -> KnownBug | None:
+        """The registry entry that claims ``difference`` met by ``case``, if any."""
+        return self.registry.match(
+            difference, lambda: self.layer(case, difference), program_ops(case.source)
+        )
+
+    def layer(self, case: Case, difference: Difference) -> str | None:
+        """The first layer that shows ``difference``, found once per program and signature."""
+        key = (case.source, difference.signature)
+        if key not in self._layers:
+            self._layers[key] = self.layer_of(case, difference)
+        return self._layers[key]

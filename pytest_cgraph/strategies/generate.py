@@ -1,0 +1,559 @@
+"""Hypothesis strategies that draw :class:`~pytest_cgraph.strategies.program.Program` values.
+
+Generation stays valid by construction: the inputs are built by executing
+the rendered ``inputs(1)``, and each drawn statement is executed on those
+concrete tensors at once. If torch raises or warns, the statement is
+dropped and drawing goes on; torch itself is the shape and dtype checker.
+Shrinking replays the same draws, so a shrunk program is valid too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+
+from pytest_cgraph.oracle.compiling import grad_mode
+from pytest_cgraph.oracle.protocol import GRAD_MODES
+from pytest_cgraph.strategies.ops import FAMILIES, Context, OpSpec, Var, is_cuda_device, ops_for
+from pytest_cgraph.strategies.program import (
+    LAYOUTS,
+    OPTIMIZERS,
+    ROLES,
+    SCHEDULES,
+    InputSpec,
+    Program,
+    Statement,
+)
+from pytest_cgraph.strategies.templates import templates_used
+
+_DTYPES = ("float32", "float64", "int64", "bool", "float16", "bfloat16", "complex64")
+_DIFFERENTIABLE = ("float32", "float64", "float16", "bfloat16")
+_PREFIX = {
+    "argument": "a",
+    "parameter": "p",
+    "buffer": "b",
+    "scalar": "s",
+    "number": "n",
+    "module": "m",
+}
+_ROLES_BY_FAMILY = {
+    "scalars": ("argument", "scalar", "number", "parameter"),
+    "autograd": ("argument", "parameter", "buffer", "module"),
+    "schedules": ("argument", "parameter", "scalar", "buffer", "module"),
+}
+
+
+# Strategies drawn from on every program, built once: building one per draw
+# costs Hypothesis a cache lookup, or a new instance to validate.
+_COIN = st.booleans()
+_ONE_IN_FOUR = st.integers(0, 3)
+_ONE_IN_SIX = st.integers(0, 5)
+
+
+def _load_what_torch_loads_on_first_use() -> None:
+    """Import now what torch imports the first time a drawn op runs.
+
+    A statement that warns is rejected, and some ops warn only the first
+    time a process runs them, while torch imports what they need (forward
+    mode AD loads its decompositions through ``torch.jit.script``, which is
+    deprecated). Rejected once and kept after, the same choices would draw
+    another program, depending on what the process ran before.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.autograd.forward_ad._maybe_load_decompositions()
+
+
+_load_what_torch_loads_on_first_use()
+_ONE_IN_EIGHT = st.integers(0, 7)
+_WIDE = st.integers(0, 1023)
+_SHAPES = st.lists(st.integers(1, 3), min_size=1, max_size=3)
+_DTYPE = st.sampled_from(_DTYPES)
+_GRAD_MODE = st.sampled_from(GRAD_MODES)
+_OPTIMIZER = st.sampled_from(OPTIMIZERS)
+_LAYOUT = st.sampled_from(LAYOUTS)
+_SCHEDULE = st.sampled_from(SCHEDULES)
+
+
+def programs(
+    *,
+    families: tuple[str, ...] | list[str] = ("mixed",),
+    min_statements: int = 1,
+    max_statements: int = 6,
+    max_inputs: int = 3,
+    iters: int = 5,
+    device: str = "cpu",
+) -> st.SearchStrategy[Program]:
+    """Small tensor programs from the named families.
+
+    Args:
+        families: any of ``mutation``, ``views``, ``transfer``, ``autograd``,
+            ``rng``, ``scalars``, ``schedules`` and ``mixed`` (all together).
+        min_statements, max_statements: bounds on the statements kept.
+        max_inputs: bounds the program's arguments (at least one tensor).
+        iters: iterations the program is run for (4+ replay CUDA graphs twice).
+        device: the device the programs will run on (``cpu``, ``cuda``,
+            ``cuda:N``). On a CUDA device the ``transfer`` family (and
+            ``mixed``) also moves tensors between host and GPU: ``cuda()``,
+            ``non_blocking`` copies, pinned memory, 0-dim host tensors meeting
+            device tensors. On ``cpu`` the programs are those drawn without it.
+
+    Examples from this strategy shrink by dropping statements (each is one
+    deletable draw), dropping inputs, moving towards the simplest ops of the
+    catalog, the ``persistent`` schedule, float32, contiguous layouts and
+    tensor sides of 1.
+    """
+    families = tuple(families)
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown or not families:
+        raise InvalidArgument(
+            f"unknown families {unknown or families!r}; choose from {', '.join(FAMILIES)}"
+        )
+    if not 0 <= min_statements <= max_statements:
+        raise InvalidArgument(
+            f"need 0 <= min_statements <= max_statements, got {min_statements}, {max_statements}"
+        )
+    if max_inputs < 1 or iters < 1:
+        raise InvalidArgument(f"max_inputs and iters must be >= 1, got {max_inputs}, {iters}")
+    if device != "cpu" and not is_cuda_device(device):
+        raise InvalidArgument(f"device must be cpu, cuda or cuda:N, got {device!r}")
+    return _programs(families, min_statements, max_statements, max_inputs, iters, device)
+
+
+def draw_programs(
+    count: int, *, families: tuple[str, ...], seed: int, device: str = "cpu"
+) -> list[Program]:
+    """Draw about ``count`` programs outside a test, reproducibly (scripts, benchmarks).
+
+    Runs Hypothesis's generate phase only, with no database and none of the
+    constants Hypothesis mines from the process's modules, so the same seed
+    gives the same programs in any process.
+    """
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hypothesis_seed
+
+    from pytest_cgraph.strategies.seeded_draws import without_local_constants
+
+    drawn: list[Program] = []
+
+    @settings(
+        max_examples=count,
+        phases=[Phase.generate],
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @hypothesis_seed(seed)
+    @given(programs(families=families, device=device))
+    def collect(program: Program) -> None:
+        drawn.append(program)
+
+    with without_local_constants():
+        collect()
+    return drawn
+
+
+@st.composite
+def _programs(
+    draw: Any,
+    families: tuple[str, ...],
+    min_statements: int,
+    max_statements: int,
+    max_inputs: int,
+    iters: int,
+    device: str = "cpu",
+) -> Program:
+    family = draw(st.sampled_from(families))
+    schedule = _draw_schedule(draw, family)
+    # Compiled autograd is an option of the run, drawn where backward is, and
+    # drawn early: a draw after the statements would hamper their deletion.
+    compiled_autograd = family in ("autograd", "mixed") and draw(_ONE_IN_FOUR) == 3
+    optimizer, set_to_none = OPTIMIZERS[0], True
+    if schedule == "optimizer":
+        optimizer, set_to_none = draw(_OPTIMIZER), draw(_COIN)
+    # Two separately compiled functions, the second taking over at a drawn
+    # statement (clamped to the statements kept), one time in four.
+    chain_at = draw(st.integers(1, max_statements)) if draw(_ONE_IN_FOUR) == 3 else 0
+    # An ambient no_grad or inference_mode around every call, one time in four.
+    mode = draw(_GRAD_MODE) if draw(_ONE_IN_FOUR) == 3 else "grad"
+    inputs = draw(_input_specs(family, max_inputs, schedule))
+    draft = Program(family, inputs, (), (inputs[0].name,), schedule, iters)
+    namespace: dict[str, Any] = {"torch": torch}
+    with _random_numbers_of_its_own():
+        for definition in draft.preludes():  # the classes module inputs are built from
+            exec(compile(definition, "<prelude>", "exec"), namespace)
+        exec(compile(draft.render_inputs(), "<inputs>", "exec"), namespace)
+        values = namespace["inputs"](1)
+        variables = [
+            Var(spec.name, value, _origin_of(spec))
+            for spec, value in zip(inputs, values, strict=True)
+        ]
+        env: dict[str, Any] = {"torch": torch, **{v.name: v.value for v in variables}}
+        # A module argument is called at once on the first floating input, so
+        # it is used whenever it is drawn; deleting the argument deletes the
+        # call. Drawn under the mode the calls will run under: torch judges
+        # each statement as the program will meet it.
+        with grad_mode(mode):
+            opening = _module_calls(variables, env)
+            statements = opening + _draw_statements(
+                draw, ops_for(family, device), variables, env, min_statements, max_statements
+            )
+    outputs = _draw_outputs(draw, variables)
+    features = _output_features(outputs, variables, inputs)
+    feedback = _feedback(outputs, variables, inputs) if schedule == "feedback" else None
+    if schedule == "feedback" and feedback is None:
+        schedule = "persistent"
+    return Program(
+        family=family,
+        inputs=inputs,
+        statements=tuple(statements),
+        outputs=tuple(outputs),
+        schedule=schedule,
+        iters=iters,
+        feedback=feedback,
+        compiled_autograd=compiled_autograd,
+        optimizer=optimizer,
+        set_to_none=set_to_none,
+        chain_at=max(0, min(chain_at, len(statements) - 1)),
+        grad_mode=mode,
+        features=frozenset({f"family:{family}", *features}),
+    )
+
+
+#: What torch's global generator is seeded with while a program is drawn.
+_DRAWING_SEED = 0
+
+
+@contextlib.contextmanager
+def _random_numbers_of_its_own() -> Iterator[None]:
+    """Torch's global (CPU) generator seeded alike for every program drawn, and
+    handed back as it was found.
+
+    The values a random op gives while its statement is judged can decide
+    whether a later statement is legal (a mask's count decides a view's
+    size). Taken from wherever the process's generator stood, the same
+    choices could draw another program once the process has run something
+    else: Hypothesis replays choices to shrink, and calls that flaky, and a
+    campaign's seed would not give its programs back. Drawing would also
+    move the random numbers the caller's own code sees next.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.default_generator.manual_seed(_DRAWING_SEED)
+        yield
+
+
+def _draw_schedule(draw: Any, family: str) -> str:
+    if family in ("schedules", "mixed"):
+        schedule: str = draw(_SCHEDULE)
+        return schedule
+    if family == "scalars":
+        return "fresh"  # host scalars that change every call
+    return "persistent"
+
+
+def _origin_of(spec: InputSpec) -> str:
+    return spec.role if spec.role in ("parameter", "scalar", "number", "module") else "input"
+
+
+@st.composite
+def _input_specs(draw: Any, family: str, max_inputs: int, schedule: str) -> tuple[InputSpec, ...]:
+    roles = _ROLES_BY_FAMILY.get(family, ROLES)
+    specs: list[InputSpec] = [draw(_tensor_spec(family, "argument", 0, (), schedule))]
+    while len(specs) < max_inputs and draw(_COIN):
+        role = draw(st.sampled_from(roles))
+        specs.append(draw(_tensor_spec(family, role, len(specs), tuple(specs), schedule)))
+    if schedule in ("param_update", "optimizer") and not any(s.role == "parameter" for s in specs):
+        specs.append(InputSpec(f"p{len(specs)}", "parameter", (2,), "float32", True))
+    if family == "scalars" and not any(s.is_host_scalar for s in specs):
+        specs.append(InputSpec(f"s{len(specs)}", "scalar", (), "float32"))
+    return tuple(specs)
+
+
+@st.composite
+def _tensor_spec(
+    draw: Any,
+    family: str,
+    role: str,
+    index: int,
+    earlier: tuple[InputSpec, ...],
+    schedule: str = "persistent",
+) -> InputSpec:
+    name = f"{_PREFIX[role]}{index}"
+    if role in ("scalar", "number", "module"):
+        return InputSpec(name, role, (), "float32")
+    shape = tuple(draw(_SHAPES))
+    if role == "parameter":
+        return InputSpec(name, role, shape, "float32", requires_grad=True)
+    dtype = draw(_DTYPE) if draw(_ONE_IN_FOUR) == 3 else "float32"
+    layout = draw(_LAYOUT)
+    if schedule not in ("fresh", "dynamic"):
+        if layout == "alias_sometimes":
+            layout = "alias"  # inputs are built once: aliased on every call
+    elif layout == "alias" and draw(_COIN):
+        layout = "alias_sometimes"  # rebuilt each call: alias only on some
+    alias_of = None
+    if layout.startswith("alias"):
+        start = 1 if layout == "alias_offset" else 0
+        owners = [
+            s
+            for s in earlier
+            if s.layout == "contiguous"
+            and s.role in ("argument", "buffer")
+            and math.prod(s.shape) > start
+        ]
+        if owners:
+            owner = draw(st.sampled_from(owners))
+            alias_of, dtype = owner.name, owner.dtype
+            if math.prod(shape) + start > math.prod(owner.shape):
+                shape = (math.prod(owner.shape) - start,)  # what fits: a flat alias
+        else:
+            layout = "contiguous"
+    if layout == "transposed" and len(shape) < 2:
+        layout = "contiguous"
+    if layout == "nonleaf":
+        # Built anew each call, as activations are: reused, its history
+        # would be backpropagated through again by the next call.
+        if role != "argument" or schedule not in ("fresh", "dynamic"):
+            layout = "contiguous"
+        else:
+            dtype = dtype if dtype in _DIFFERENTIABLE else "float32"
+            return InputSpec(name, role, shape, dtype, True, layout)
+    differentiable = dtype in _DIFFERENTIABLE and layout == "contiguous" and role == "argument"
+    if family == "autograd":
+        requires_grad = differentiable and (index == 0 or draw(_COIN))
+    else:
+        chance = 2 if family in ("mixed", "schedules") else 4
+        requires_grad = differentiable and draw(st.integers(0, chance - 1)) == chance - 1
+    return InputSpec(name, role, shape, dtype, requires_grad, layout, alias_of)
+
+
+def _module_calls(variables: list[Var], env: dict[str, Any]) -> list[Statement]:
+    """``v = m(a)`` for each module argument, on the first floating tensor input."""
+    first = next(
+        (v for v in variables if v.tensor is not None and v.tensor.is_floating_point()), None
+    )
+    calls = []
+    for module in [v for v in variables if v.origin == "module"]:
+        if first is None:
+            break
+        name = _next_name(variables)
+        line = f"{name} = {module.name}({first.name})"
+        if _runs_cleanly([line], env):
+            variables.append(Var(name, env[name], "intermediate"))
+            calls.append(Statement("module_call", (line,), (name,), frozenset({"module_call"})))
+    return calls
+
+
+def _next_name(variables: list[Var]) -> str:
+    """The name the next statement's result is bound to: ``v0``, ``v1``, ..."""
+    return f"v{sum(1 for v in variables if v.name.startswith('v'))}"
+
+
+def _draw_statements(
+    draw: Any,
+    ops: tuple[tuple[OpSpec, ...], tuple[OpSpec, ...]],
+    variables: list[Var],
+    env: dict[str, Any],
+    min_statements: int,
+    max_statements: int,
+) -> list[Statement]:
+    statements: list[Statement] = []
+    attempts = 0
+    while len(statements) < max_statements and attempts < 4 * max_statements:
+        attempts += 1
+        # Each attempt, its continue/stop flag included, is one nested draw:
+        # the shrinker sees it as one unit and can delete it whole.
+        statement = draw(_statements(ops, variables, env, len(statements) >= min_statements))
+        if statement is _STOP:
+            break
+        if statement is not None:
+            statements.append(statement)
+    else:
+        # Ended by the bound, not by a stop draw: the stop flag is drawn all
+        # the same, and ignored. Once deleting a statement leaves one draw
+        # short, that choice reads as the next attempt's flag (0, "stop", once
+        # shrunk, as it is unused), as the flag Hypothesis forces at a list's
+        # max_size does; without it the program runs off the end of its
+        # choices and no statement of a full program can be deleted.
+        draw(_ONE_IN_SIX)
+    return statements
+
+
+_STOP = Statement("stop", ())
+
+
+@st.composite
+def _statements(
+    draw: Any,
+    ops: tuple[tuple[OpSpec, ...], tuple[OpSpec, ...]],
+    variables: list[Var],
+    env: dict[str, Any],
+    may_stop: bool,
+) -> Statement | None:
+    """One statement drawn against the live variables, executed at once, or ``None``.
+
+    Returns ``_STOP`` when the program should end here (0 is where that
+    draw shrinks to). Appends the variable it binds to ``variables``.
+    """
+    if may_stop and draw(_ONE_IN_SIX) == 0:
+        return _STOP
+    basic, own = ops
+    # The family's own ops seven times in eight; shrinks towards the basic ones.
+    pool = own if own and draw(_ONE_IN_EIGHT) else basic
+    # Hypothesis favours small indices in sampled_from; a wide integer taken
+    # modulo the pool spreads draws evenly and still shrinks to pool[0].
+    op = pool[draw(_WIDE) % len(pool)]
+    # Inputs first, then results newest first: deleting an unrelated earlier
+    # statement leaves both an input's index and a chain on the latest value
+    # where they were, so the shrinker can delete it.
+    applicable = [v for v in variables if _applies(op, v)]
+    candidates = [v for v in applicable if v.origin in _INPUT_ORIGINS] + [
+        v for v in reversed(applicable) if v.origin not in _INPUT_ORIGINS
+    ]
+    if not candidates:
+        return None
+    target = draw(st.sampled_from(candidates))
+    new_name = _next_name(variables)
+    built = op.build(Context(draw, target, variables, new_name))
+    if built is None:
+        return None
+    lines, binds = built
+    prelude = templates_used(lines)
+    if not _runs_cleanly([*prelude, *lines], env):
+        return None
+    features = {op.name, *_target_features(op, target, variables)}
+    if binds:
+        variables.append(Var(new_name, env[new_name], _result_origin(op)))
+    return Statement(
+        op.name, tuple(lines), (new_name,) if binds else (), frozenset(features), prelude
+    )
+
+
+_INPUT_ORIGINS = ("input", "parameter", "scalar", "number")
+
+
+def _applies(op: OpSpec, var: Var) -> bool:
+    """Whether ``op`` may target ``var``; a variable torch refuses to inspect may not.
+
+    (Reading an invalidated view, e.g. one of ``split``'s outputs after its
+    base was written in place, raises.)
+    """
+    try:
+        return op.applies(var)
+    except RuntimeError:
+        return False
+
+
+def _runs_cleanly(lines: list[str], env: dict[str, Any]) -> bool:
+    """Execute the statement on the concrete values; torch decides legality.
+
+    A warning counts as a rejection too: under ``-W error`` it would make the
+    eager side raise. torch gives some warnings once per process; they are
+    made to warn every time here, or a statement would be rejected the
+    first time a process draws it and kept after, and the same choices would
+    draw another program (Hypothesis replays choices: it calls that a flaky
+    strategy, and a campaign's seed would not give its programs back).
+    """
+    warn_always = torch.is_warn_always_enabled()
+    torch.set_warn_always(True)
+    try:
+        code = compile("\n".join(lines), "<statement>", "exec")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            exec(code, env)
+    except Exception:
+        return False
+    finally:
+        torch.set_warn_always(warn_always)
+    return not caught
+
+
+def _target_features(op: OpSpec, target: Var, variables: list[Var]) -> set[str]:
+    """Where a mutation lands: on an input, an intermediate, through a view (of an input)."""
+    found: set[str] = set()
+    tensor = target.tensor
+    if op.kind not in ("inplace", "metadata") or tensor is None:
+        return found
+    found.add(f"{op.kind}_on_{target.origin}")
+    if tensor._is_view():
+        found.add(f"{op.kind}_through_view")
+        if tensor.numel() and tensor.untyped_storage().data_ptr() in _input_storages(variables):
+            found.add(f"{op.kind}_through_view_of_input")
+    return found
+
+
+def _input_storages(variables: list[Var]) -> set[int]:
+    return {
+        v.tensor.untyped_storage().data_ptr()
+        for v in variables
+        if v.origin in ("input", "parameter") and v.tensor is not None and v.tensor.numel()
+    }
+
+
+def _result_origin(op: OpSpec) -> str:
+    # A Python value read off a tensor feeds later statements as host scalars do.
+    return {"view": "view", "factory": "factory", "metadata_read": "scalar"}.get(
+        op.kind, "intermediate"
+    )
+
+
+def _draw_outputs(draw: Any, variables: list[Var]) -> list[str]:
+    # Latest variables first: outputs shrink towards the last result.
+    tensors = [v.name for v in reversed(variables) if v.tensor is not None]
+    outputs = [draw(st.sampled_from(tensors))]
+    while len(outputs) < 3 and draw(_COIN):
+        outputs.append(draw(st.sampled_from(tensors)))
+    return outputs
+
+
+def _output_features(
+    outputs: list[str], variables: list[Var], inputs: tuple[InputSpec, ...]
+) -> set[str]:
+    found = set()
+    if len(set(outputs)) < len(outputs):
+        found.add("returns_same_tensor_twice")
+    by_name = {v.name: v for v in variables}
+    input_pointers = _input_storages(variables)
+    for name in outputs:
+        tensor = by_name[name].tensor
+        if tensor is not None and tensor.numel():
+            if by_name[name].origin in ("input", "parameter"):
+                found.add("returns_input")
+            elif tensor.untyped_storage().data_ptr() in input_pointers:
+                found.add("returns_view_of_input")
+    if any(spec.layout.startswith("alias") for spec in inputs):
+        found.add("aliased_inputs")
+    return found
+
+
+def _feedback(
+    outputs: list[str], variables: list[Var], inputs: tuple[InputSpec, ...]
+) -> tuple[int, int] | None:
+    """(output index, argument index) of an output that can stand in for an argument."""
+    by_name = {v.name: v for v in variables}
+    for arg_index, spec in enumerate(inputs):
+        if spec.role not in ("argument", "buffer") or spec.requires_grad:
+            continue
+        wanted = by_name[spec.name].tensor
+        for out_index, name in enumerate(outputs):
+            got = by_name[name].tensor
+            try:
+                fits = (
+                    wanted is not None
+                    and got is not None
+                    and got.shape == wanted.shape
+                    and got.dtype == wanted.dtype
+                    and not got.requires_grad
+                )
+            except RuntimeError:  # an invalidated view: not a candidate
+                fits = False
+            if fits:
+                return out_index, arg_index
+    return None

@@ -1,0 +1,1090 @@
+"""The op catalog: one declarative record per op, simplest first.
+
+A record says which families use the op, which live variables it may apply
+to, and how it draws its arguments relative to those variables (a dim within
+the target's rank, an index within its size, another variable to combine
+with). It never decides legality by itself: the generator executes every
+drawn statement on concrete tensors and lets torch reject what is illegal,
+which keeps the catalog small and the drawn programs valid.
+
+The record's ``name`` is the op as written in the source (``add_``, ``t_``,
+``index_put_``): that is the key of coverage reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from hypothesis import strategies as st
+
+from pytest_cgraph.strategies.families import FAMILIES
+
+__all__ = ["FAMILIES", "OPS", "Context", "OpSpec", "Var", "ops_for"]
+
+Draw = Callable[[st.SearchStrategy[Any]], Any]
+
+
+@dataclass
+class Var:
+    """A live variable of the program being drawn, with its concrete value."""
+
+    name: str
+    value: Any
+    origin: str  # "input", "parameter", "scalar", "view", "factory", "intermediate"
+
+    @property
+    def tensor(self) -> torch.Tensor | None:
+        """The value if it is a tensor."""
+        return self.value if isinstance(self.value, torch.Tensor) else None
+
+
+@dataclass
+class Context:
+    """What a record's builder sees: the draw function, the target, the variables."""
+
+    draw: Draw
+    target: Var
+    variables: list[Var]
+    new_name: str
+
+    @property
+    def x(self) -> str:
+        """The target's name."""
+        return self.target.name
+
+    @property
+    def t(self) -> torch.Tensor:
+        """The target's value."""
+        value = self.target.tensor
+        assert value is not None
+        return value
+
+    def dim(self) -> int:
+        """A dimension of the target (shrinks to 0)."""
+        dim: int = self.draw(st.integers(0, max(self.t.dim() - 1, 0)))
+        return dim
+
+    def index(self, dim: int = 0) -> int:
+        """An index within the target's size along ``dim`` (shrinks to 0)."""
+        return self.draw(st.integers(0, max(self.t.shape[dim] - 1, 0))) if self.t.dim() else 0
+
+    def other(self, predicate: Callable[[torch.Tensor], bool] | None = None) -> str | None:
+        """Another tensor variable, e.g. the operand of a binary op."""
+        pool = [
+            v.name
+            for v in self.variables
+            if v.tensor is not None and (predicate is None or _holds(predicate, v.tensor))
+        ]
+        return self.draw(st.sampled_from(pool)) if pool else None
+
+    def operand(self) -> str:
+        """A right-hand operand: a Python number, a host scalar input, or a variable."""
+        choice = self.draw(st.integers(0, 2))
+        scalars = [v.name for v in self.variables if v.origin == "scalar"]
+        if choice == 1 and scalars:
+            scalar: str = self.draw(st.sampled_from(scalars))
+            return scalar
+        if choice == 2:
+            other = self.other(lambda t: t.dtype == self.t.dtype)
+            if other is not None:
+                return other
+        number: str = self.draw(st.sampled_from(["2", "0.5", "-1.5", "3"]))
+        return number
+
+
+def _holds(predicate: Callable[[torch.Tensor], bool], tensor: torch.Tensor) -> bool:
+    """``predicate(tensor)``, false where torch refuses to inspect the tensor."""
+    try:
+        return predicate(tensor)
+    except RuntimeError:
+        return False
+
+
+Builder = Callable[[Context], "tuple[list[str], bool] | None"]
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One op: its source name, families, which variables it applies to, how it is built.
+
+    ``build(ctx)`` returns the source lines and whether they bind ``ctx.new_name``.
+    ``kind`` groups ops for readers: outplace, inplace, view, metadata,
+    transfer, autograd, rng, factory.
+    """
+
+    name: str
+    kind: str
+    families: frozenset[str]
+    applies: Callable[[Var], bool]
+    build: Builder
+
+
+def _floating(var: Var) -> bool:
+    return var.tensor is not None and var.tensor.dtype.is_floating_point
+
+
+def _tensor(var: Var) -> bool:
+    return var.tensor is not None
+
+
+def _rank_at_least(n: int) -> Callable[[Var], bool]:
+    return lambda var: var.tensor is not None and var.tensor.dim() >= n
+
+
+def _floating_rank(n: int) -> Callable[[Var], bool]:
+    return lambda var: _floating(var) and var.tensor is not None and var.tensor.dim() >= n
+
+
+def _writable(predicate: Callable[[Var], bool]) -> Callable[[Var], bool]:
+    """``predicate``, and the tensor may be written in place: torch rejects writes
+    to leaves that require grad and (for most ops) to memory with internal overlap."""
+
+    def applies(var: Var) -> bool:
+        tensor = var.tensor
+        return (
+            predicate(var)
+            and tensor is not None
+            and not _is_grad_leaf(tensor)
+            and torch._debug_has_internal_overlap(tensor) != 1
+        )
+
+    return applies
+
+
+def _is_leaf(tensor: torch.Tensor) -> bool:
+    """``tensor.is_leaf``; a view torch has invalidated (an ``unbind`` output whose
+    base was written in place) raises on it, and counts as no leaf."""
+    try:
+        return tensor.is_leaf
+    except RuntimeError:
+        return False
+
+
+def _is_grad_leaf(tensor: torch.Tensor) -> bool:
+    return _is_leaf(tensor) and tensor.requires_grad
+
+
+def _not_grad_leaf(var: Var) -> bool:
+    return var.tensor is not None and not _is_grad_leaf(var.tensor)
+
+
+def _matrix_or_less(var: Var) -> bool:
+    return var.tensor is not None and 1 <= var.tensor.dim() <= 2
+
+
+def _needs_grad(var: Var) -> bool:
+    return var.tensor is not None and var.tensor.requires_grad
+
+
+def _leaf_without_grad(var: Var) -> bool:
+    tensor = var.tensor
+    return (
+        tensor is not None
+        and tensor.dtype.is_floating_point
+        and _is_leaf(tensor)
+        and not tensor.requires_grad
+    )
+
+
+def _leaf_with_grad(var: Var) -> bool:
+    return var.tensor is not None and _is_grad_leaf(var.tensor)
+
+
+def _floating_leaf(var: Var) -> bool:
+    tensor = var.tensor
+    return tensor is not None and tensor.dtype.is_floating_point and _is_leaf(tensor)
+
+
+def _nonleaf_with_grad(var: Var) -> bool:
+    tensor = var.tensor
+    return tensor is not None and tensor.requires_grad and not _is_leaf(tensor)
+
+
+def _assign(expression: str) -> Builder:
+    """``v = <expression>`` with ``{x}`` the target."""
+    return lambda ctx: ([f"{ctx.new_name} = {expression.format(x=ctx.x)}"], True)
+
+
+def _assign_one_of(*expressions: str) -> Builder:
+    """``v = <one of expressions>``, drawn (shrinks to the first), ``{x}`` the target."""
+    return lambda ctx: (
+        [f"{ctx.new_name} = {ctx.draw(st.sampled_from(expressions)).format(x=ctx.x)}"],
+        True,
+    )
+
+
+def _statement(line: str) -> Builder:
+    return lambda ctx: ([line.format(x=ctx.x)], False)
+
+
+def _binary(op: str) -> Builder:
+    return lambda ctx: ([f"{ctx.new_name} = {ctx.x} {op} {ctx.operand()}"], True)
+
+
+def _inplace(method: str) -> Builder:
+    return lambda ctx: ([f"{ctx.x}.{method}({ctx.operand()})"], False)
+
+
+def _sum_dim(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.new_name} = {ctx.x}.sum({ctx.dim()})"], True
+
+
+def _matmul(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.new_name} = {ctx.x} @ {ctx.x}.transpose(-1, -2)"], True
+
+
+def _factory(ctx: Context) -> tuple[list[str], bool]:
+    maker = ctx.draw(st.sampled_from(["zeros_like", "ones_like", "empty_like", "full_like"]))
+    extra = ", 1.5" if maker == "full_like" else ""
+    if maker == "empty_like":
+        return [f"{ctx.new_name} = torch.empty_like({ctx.x}).fill_(0.25)"], True
+    return [f"{ctx.new_name} = torch.{maker}({ctx.x}{extra})"], True
+
+
+def _clamp(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.x}.clamp_(min=-0.5, max=0.5)"], False
+
+
+def _copy(ctx: Context) -> tuple[list[str], bool] | None:
+    source = ctx.other(lambda t: t.shape == ctx.t.shape)
+    return ([f"{ctx.x}.copy_({source})"], False) if source is not None else None
+
+
+def _fill(ctx: Context) -> tuple[list[str], bool]:
+    scalars = [v.name for v in ctx.variables if v.origin == "scalar"]
+    value = ctx.draw(st.sampled_from([*scalars, "1.5"])) if scalars else "1.5"
+    return [f"{ctx.x}.fill_({value})"], False
+
+
+def _masked_fill(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.x}.masked_fill_({ctx.x} > 0, 0.25)"], False
+
+
+def _index_put(ctx: Context) -> tuple[list[str], bool]:
+    accumulate = ctx.draw(st.booleans())
+    i, j = ctx.index(), ctx.index()
+    return [
+        f"{ctx.x}.index_put_((torch.tensor([{i}, {j}]),), torch.tensor(1.0, dtype={ctx.x}.dtype),"
+        f" accumulate={accumulate})"
+    ], False
+
+
+def _index_add(ctx: Context) -> tuple[list[str], bool]:
+    i = ctx.index()
+    return [f"{ctx.x}.index_add_(0, torch.tensor([{i}]), torch.ones_like({ctx.x}[:1]))"], False
+
+
+def _scatter(ctx: Context) -> tuple[list[str], bool]:
+    return [
+        f"{ctx.x}.scatter_({ctx.dim()}, torch.zeros_like({ctx.x}, dtype=torch.long), 2.0)"
+    ], False
+
+
+def _out_variant(ctx: Context) -> tuple[list[str], bool]:
+    fn = ctx.draw(st.sampled_from(["sin", "neg", "abs"]))
+    target = ctx.other(lambda t: t.shape == ctx.t.shape and t.dtype == ctx.t.dtype)
+    if target is None or target == ctx.x or ctx.draw(st.booleans()):
+        return [
+            f"{ctx.new_name} = torch.empty_like({ctx.x})",
+            f"torch.{fn}({ctx.x}, out={ctx.new_name})",
+        ], True
+    return [f"torch.{fn}({ctx.x}, out={target})"], False
+
+
+def _setitem(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.x}[{ctx.index()}] = {ctx.draw(st.sampled_from(['0.5', '-2.0']))}"], False
+
+
+def _no_grad_update(ctx: Context) -> tuple[list[str], bool]:
+    return ["with torch.no_grad():", f"    {ctx.x}.mul_(0.9)"], False
+
+
+def _resize(ctx: Context) -> tuple[list[str], bool]:
+    size = ctx.draw(st.integers(1, max(ctx.t.numel(), 1) * 2))
+    if size <= ctx.t.numel():
+        # Shrinking keeps the first elements. Bounded by the tensor's size
+        # when it runs, not when it was drawn: where a later call's tensor
+        # is smaller (an input whose shape a call changes, for good), the
+        # resize would grow it and the two sides compare garbage.
+        return [f"{ctx.x}.resize_(min({size}, {ctx.x}.numel()))"], False
+    # Growing leaves new elements uninitialised: fill them, or the two sides
+    # would compare garbage.
+    return [f"{ctx.x}.resize_({size}).fill_(2.0)"], False
+
+
+def _transpose_(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.x}.transpose_(0, {ctx.dim()})"], False
+
+
+def _unsqueeze_(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.x}.unsqueeze_({ctx.draw(st.integers(0, ctx.t.dim()))})"], False
+
+
+def _squeeze_(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.x}.squeeze_({ctx.dim()})"], False
+
+
+def _as_strided_(ctx: Context) -> tuple[list[str], bool]:
+    size = ctx.draw(st.integers(1, max(ctx.t.numel(), 1)))
+    return [f"{ctx.x}.as_strided_(({size},), (1,))"], False
+
+
+def _set_(ctx: Context) -> tuple[list[str], bool] | None:
+    source = ctx.other(lambda t: t.dtype == ctx.t.dtype)
+    return ([f"{ctx.x}.set_({source})"], False) if source is not None else None
+
+
+def _view_flat(ctx: Context) -> tuple[list[str], bool]:
+    how = ctx.draw(st.sampled_from(["view(-1)", "reshape(-1)", "flatten()"]))
+    return [f"{ctx.new_name} = {ctx.x}.{how}"], True
+
+
+def _slice_step(ctx: Context) -> tuple[list[str], bool]:
+    dim, start = ctx.dim(), ctx.draw(st.integers(0, 1))
+    step = ctx.draw(st.integers(1, 2))
+    index = ", ".join([":"] * dim + [f"{start}::{step}"])
+    return [f"{ctx.new_name} = {ctx.x}[{index}]"], True
+
+
+def _select(ctx: Context) -> tuple[list[str], bool]:
+    dim = ctx.dim()
+    return [f"{ctx.new_name} = {ctx.x}.select({dim}, {ctx.index(dim)})"], True
+
+
+def _narrow(ctx: Context) -> tuple[list[str], bool]:
+    dim = ctx.dim()
+    start = ctx.index(dim)
+    length = ctx.draw(st.integers(1, max(ctx.t.shape[dim] - start, 1)))
+    return [f"{ctx.new_name} = {ctx.x}.narrow({dim}, {start}, {length})"], True
+
+
+def _transpose(ctx: Context) -> tuple[list[str], bool]:
+    how = ctx.draw(
+        st.sampled_from(["t()", "transpose(0, -1)", "permute(*reversed(range({x}.dim())))"])
+    )
+    return [f"{ctx.new_name} = {ctx.x}.{how.format(x=ctx.x)}"], True
+
+
+def _unsqueeze(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.new_name} = {ctx.x}.unsqueeze({ctx.draw(st.integers(0, ctx.t.dim()))})"], True
+
+
+def _squeeze(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.new_name} = {ctx.x}.squeeze({ctx.dim()})"], True
+
+
+def _expand(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.new_name} = {ctx.x}.unsqueeze(0).expand(2, *{ctx.x}.shape)"], True
+
+
+def _split(ctx: Context) -> tuple[list[str], bool]:
+    how = ctx.draw(st.sampled_from(["unbind(0)", "split(1)", "chunk(2)"]))
+    return [f"{ctx.new_name} = {ctx.x}.{how}[{ctx.index()}]"], True
+
+
+def _as_strided(ctx: Context) -> tuple[list[str], bool]:
+    size = ctx.draw(st.integers(1, max(ctx.t.numel(), 1)))
+    return [f"{ctx.new_name} = {ctx.x}.as_strided(({size},), (1,), {ctx.x}.storage_offset())"], True
+
+
+#: ``to`` on any run: on a CPU run these copy or return the tensor itself;
+#: on a CUDA run the ``cpu()`` forms copy device to host.
+_TO_DEVICE_FORMS = (
+    "{x}.cpu()",
+    "{x}.to('cpu')",
+    "{x}.cpu().to({d}.device)",
+    "{x}.to({d}.device, copy=True)",
+    "{x}.to('cpu', non_blocking=True)",
+)
+
+
+def _to_device(ctx: Context) -> tuple[list[str], bool]:
+    form = ctx.draw(st.sampled_from(list(_TO_DEVICE_FORMS)))
+    device_source = next((v.name for v in ctx.variables if v.origin == "input"), ctx.x)
+    return [f"{ctx.new_name} = {form.format(x=ctx.x, d=device_source)}"], True
+
+
+#: What ``to`` adds on a CUDA run, where the program's inputs live on the GPU:
+#: real host-device traffic in both directions. ``{d}`` is an input, so
+#: ``{d}.device`` is the run's device (the host while drawing); the forms
+#: naming CUDA itself are drawn only where torch can run them (a statement
+#: torch rejects while drawing is dropped), i.e. on a machine with a GPU.
+_CUDA_TRANSFERS = (
+    # Device to host, then back asynchronously from pageable memory.
+    "{x}.cpu().to({d}.device, non_blocking=True)",
+    # Host arithmetic between the two copies: a graph with CPU ops in it.
+    "({x}.cpu() * 2).to({d}.device)",
+    # A 0-dim host tensor meeting a device tensor (CPU scalars are allowed).
+    "{x} + {x}.sum().cpu()",
+    "{x} * {x}.flatten()[0].cpu()",
+    # Pinned host memory, then a non-blocking copy to the device.
+    "{x}.cpu().pin_memory().to({d}.device, non_blocking=True)",
+    "{x}.cpu().cuda()",
+    "{x}.cpu().cuda(non_blocking=True)",
+    "{x}.cpu().to('cuda')",
+    "{x}.cpu().to('cuda', non_blocking=True)",
+)
+
+
+def _to_device_cuda(ctx: Context) -> tuple[list[str], bool]:
+    """``to`` on a CUDA run: the host-only forms, then transfers to and from the GPU.
+
+    A separate builder, not a branch of :func:`_to_device`: a CPU run keeps
+    drawing exactly the programs it drew before (tests and databases pin them).
+    """
+    forms = _TO_DEVICE_FORMS + _CUDA_TRANSFERS
+    form = ctx.draw(st.sampled_from(forms))
+    device_source = next((v.name for v in ctx.variables if v.origin == "input"), ctx.x)
+    return [f"{ctx.new_name} = {form.format(x=ctx.x, d=device_source)}"], True
+
+
+def _to_dtype(ctx: Context) -> tuple[list[str], bool]:
+    dtype = ctx.draw(st.sampled_from(["torch.float64", "torch.float32"]))
+    return [f"{ctx.new_name} = {ctx.x}.to({dtype})"], True
+
+
+def _backward(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.x}.sum().backward(retain_graph=True)"], False
+
+
+def _autograd_grad(ctx: Context) -> tuple[list[str], bool] | None:
+    leaves = [v.name for v in ctx.variables if v.tensor is not None and _leaf_with_grad(v)]
+    if not leaves:
+        return None
+    leaf = ctx.draw(st.sampled_from(leaves))
+    return [
+        f"{ctx.new_name} = torch.autograd.grad({ctx.x}.sum(), {leaf}, retain_graph=True,"
+        " allow_unused=True, materialize_grads=True)[0]"
+    ], True
+
+
+def _detach(ctx: Context) -> tuple[list[str], bool]:
+    how = ctx.draw(st.sampled_from(["detach()", "detach().requires_grad_()"]))
+    return [f"{ctx.new_name} = {ctx.x}.{how}"], True
+
+
+def _no_grad_block(ctx: Context) -> tuple[list[str], bool]:
+    return ["with torch.no_grad():", f"    {ctx.new_name} = {ctx.x} * 2"], True
+
+
+def _hook(ctx: Context) -> tuple[list[str], bool]:
+    if _is_leaf(ctx.t) or ctx.t._is_view():
+        # Hooks go on intermediates that are not views: take one step away
+        # first. Eager torch 2.13 segfaults registering a hook on a view whose
+        # base was written in place since (pytorch/pytorch#196459), which
+        # would kill the process drawing the program.
+        return [
+            f"{ctx.new_name} = {ctx.x} * 1",
+            f"{ctx.new_name}.register_hook(lambda grad: grad * 2)",
+        ], True
+    return [f"{ctx.x}.register_hook(lambda grad: grad * 2)"], False
+
+
+def _read_grad(ctx: Context) -> tuple[list[str], bool]:
+    return [
+        f"{ctx.new_name} = torch.zeros_like({ctx.x}) if {ctx.x}.grad is None else {ctx.x}.grad * 1"
+    ], True
+
+
+def _zero_grad(ctx: Context) -> tuple[list[str], bool]:
+    if ctx.draw(st.booleans()):
+        return [f"{ctx.x}.grad = None"], False
+    return [f"if {ctx.x}.grad is not None:", f"    {ctx.x}.grad.zero_()"], False
+
+
+def _dropout(ctx: Context) -> tuple[list[str], bool]:
+    p = ctx.draw(st.sampled_from(["0.5", "0.2"]))
+    return [f"{ctx.new_name} = torch.nn.functional.dropout({ctx.x}, {p})"], True
+
+
+def _bernoulli(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.new_name} = torch.bernoulli(torch.full_like({ctx.x}, 0.5))"], True
+
+
+def _where_scalar(ctx: Context) -> tuple[list[str], bool] | None:
+    scalars = [v.name for v in ctx.variables if v.origin == "scalar"]
+    if not scalars:
+        return None
+    s = ctx.draw(st.sampled_from(scalars))
+    return [f"{ctx.new_name} = torch.where({ctx.x} > 0, {ctx.x}, {ctx.x} * {s})"], True
+
+
+def _index_read(ctx: Context) -> tuple[list[str], bool]:
+    how = ctx.draw(st.sampled_from(["int", "tensor", "mask"]))
+    if how == "int":
+        return [f"{ctx.new_name} = {ctx.x}[{ctx.index()}]"], True
+    if how == "tensor":
+        i, j = ctx.index(), ctx.index()
+        return [f"{ctx.new_name} = {ctx.x}[torch.tensor([{i}, {j}, {i}])]"], True
+    return [f"{ctx.new_name} = {ctx.x}[{ctx.x} > 0]"], True
+
+
+def _index_write(ctx: Context) -> tuple[list[str], bool]:
+    # Duplicate indices write the same value, so the result is defined.
+    value = ctx.draw(st.sampled_from(["0.5", "-2.0"]))
+    if ctx.draw(st.booleans()):
+        return [f"{ctx.x}[{ctx.x} > 0] = {value}"], False
+    i, j = ctx.index(), ctx.index()
+    return [f"{ctx.x}[torch.tensor([{i}, {j}, {i}])] = {value}"], False
+
+
+def _fresh_factory(ctx: Context) -> tuple[list[str], bool]:
+    shape = ctx.draw(st.lists(st.integers(0, 3), min_size=1, max_size=4))
+    dims = ", ".join(map(str, shape))
+    grad = ", requires_grad=True" if ctx.draw(st.integers(0, 3)) == 3 else ""
+    maker = ctx.draw(st.sampled_from(["zeros", "ones", "arange", "tensor", "full", "new"]))
+    device = f"device={ctx.x}.device"
+    if maker == "new":
+        # Made from the target (its dtype and device): new_zeros, new_full.
+        how = ctx.draw(st.sampled_from([f"new_zeros(({dims},)", f"new_full(({dims},), 1"]))
+        grad = grad if ctx.t.is_floating_point() else ""
+        return [f"{ctx.new_name} = {ctx.x}.{how}{grad})"], True
+    if maker == "arange":
+        return [
+            f"{ctx.new_name} = torch.arange({ctx.draw(st.integers(0, 6))}, dtype=torch.float32,"
+            f" {device}{grad})"
+        ], True
+    if maker == "tensor":
+        values = ctx.draw(st.lists(st.sampled_from(["1.0", "-0.5", "2.0"]), min_size=1, max_size=3))
+        return [f"{ctx.new_name} = torch.tensor([{', '.join(values)}], {device}{grad})"], True
+    fill = ", 1.5" if maker == "full" else ""
+    size = f"({dims},)" if maker == "full" else dims
+    return [f"{ctx.new_name} = torch.{maker}({size}{fill}, {device}{grad})"], True
+
+
+def _index_outplace(ctx: Context) -> tuple[list[str], bool]:
+    # Out of place, on any tensor: expanded (stride-0) inputs included.
+    i, j = ctx.index(), ctx.index()
+    op = ctx.draw(st.sampled_from(["index_add", "index_copy", "index_put"]))
+    if op == "index_put":
+        accumulate = ctx.draw(st.booleans())
+        index = f"torch.tensor([{i}, {j}, {i}])" if accumulate else f"torch.tensor([{i}])"
+        return [
+            f"{ctx.new_name} = {ctx.x}.index_put(({index},),"
+            f" torch.tensor(1.0, dtype={ctx.x}.dtype), accumulate={accumulate})"
+        ], True
+    return [
+        f"{ctx.new_name} = {ctx.x}.{op}(0, torch.tensor([{i}]), torch.ones_like({ctx.x}[:1]))"
+    ], True
+
+
+def _out_more(ctx: Context) -> tuple[list[str], bool]:
+    # out= where it is unusual: an empty out that torch resizes, or the
+    # input itself as out (aliasing what it reads).
+    op = ctx.draw(st.sampled_from(["addcmul", "minimum", "amin"]))
+    call = {
+        "addcmul": f"torch.addcmul({ctx.x}, {ctx.x}, {ctx.x}, value=0.5, out={{out}})",
+        "minimum": f"torch.minimum({ctx.x}, {ctx.x} * 0.5, out={{out}})",
+        "amin": f"torch.amin({ctx.x}, dim=0, keepdim=True, out={{out}})",
+    }[op]
+    if op != "amin" and ctx.draw(st.booleans()):
+        return [call.format(out=ctx.x)], False
+    return [
+        f"{ctx.new_name} = {ctx.x}.new_empty(0)",
+        call.format(out=ctx.new_name),
+    ], True
+
+
+def _reshape_op(ctx: Context) -> tuple[list[str], bool]:
+    how = ctx.draw(
+        st.sampled_from(
+            [
+                "flip(0)",
+                "contiguous()",
+                "reshape(-1)",
+                "movedim(0, -1)",
+                "permute({order})",
+                "expand_as({x})",
+                "view({view_dtype})",
+                "split(1, dim=-1)[-1]",
+                "chunk(2)[0]",
+            ]
+        )
+    )
+    view_dtype = {
+        torch.float32: "torch.int32",
+        torch.float64: "torch.int64",
+        torch.int64: "torch.float64",
+        torch.bool: "torch.uint8",
+    }.get(ctx.t.dtype, "torch.int32")
+    # A literal order: Dynamo 2.13 unpacks permute(*range(n - 1, -1, -1))
+    # wrongly for every input (recorded in the baseline), which would crowd
+    # out everything else this entry draws.
+    order = ""
+    if "{order}" in how:
+        order = ", ".join(map(str, ctx.draw(st.permutations(range(ctx.t.dim())))))
+    text = how.format(x=ctx.x, view_dtype=view_dtype, order=order)
+    return [f"{ctx.new_name} = {ctx.x}.{text}"], True
+
+
+def _combine(ctx: Context) -> tuple[list[str], bool] | None:
+    op = ctx.draw(st.sampled_from(["cat", "stack", "gather", "index_select"]))
+    if op == "gather":
+        index = f"torch.zeros_like({ctx.x}, dtype=torch.long)"
+        return [f"{ctx.new_name} = torch.gather({ctx.x}, 0, {index})"], True
+    if op == "index_select":
+        i = ctx.index()
+        return [f"{ctx.new_name} = {ctx.x}.index_select(0, torch.tensor([{i}, {i}]))"], True
+    other = ctx.other(lambda t: t.shape == ctx.t.shape and t.dtype == ctx.t.dtype)
+    if other is None:
+        return None
+    return [f"{ctx.new_name} = torch.{op}([{ctx.x}, {other}])"], True
+
+
+def _reduce(ctx: Context) -> tuple[list[str], bool]:
+    op = ctx.draw(st.sampled_from(["mean", "amax", "argmax", "argmin", "sum"]))
+    keepdim = ctx.draw(st.booleans())
+    return [f"{ctx.new_name} = {ctx.x}.{op}({ctx.dim()}, keepdim={keepdim})"], True
+
+
+# Ops that may return their input itself rather than a new tensor.
+# Not dropout(training=False): torch 2.13 compiles it to a copy where
+# eager returns the input (pytorch/pytorch#115249, recorded in the
+# baseline four ways); drawn, it re-finds that one bug under every op mix.
+_maybe_same = _assign_one_of("{x}.contiguous()", "{x}.to({x}.dtype)", "{x}.type_as({x})")
+
+# Python values read off a tensor (size, rank, requires_grad, is_inference,
+# is_contiguous, stride, storage offset, whether it is a view), used by
+# later statements: Dynamo guards on them or specialises, and reads them
+# off its fake tensors, whose layout must be eager's.
+_metadata_read = _assign_one_of(
+    "{x}.size(0) if {x}.dim() else 1",
+    "{x}.dim() + 1",
+    "{x}.numel()",
+    "2 if {x}.requires_grad else 3",
+    "2 if {x}.is_inference() else 3",
+    "2 if {x}.is_contiguous() else 3",
+    "{x}.stride(0) + 1 if {x}.dim() else 1",
+    "{x}.storage_offset() + 1",
+    "2 if {x}._is_view() else 3",
+)
+
+# Definitions: strategies/templates.py (the program carries them).
+_autograd_function = _assign_one_of(
+    "SavedScale.apply({x})",
+    "OnceScale.apply({x})",
+    "WithArgmax.apply({x})[0]",
+    "DirtyDouble.apply({x})",
+)
+
+
+def _grad_mode(ctx: Context) -> tuple[list[str], bool]:
+    # Grad re-enabled inside no_grad: the nested mode is what records.
+    return [
+        "with torch.no_grad():",
+        "    with torch.enable_grad():",
+        f"        {ctx.new_name} = {ctx.x} * 2",
+    ], True
+
+
+def _complex_viewable(var: Var) -> bool:
+    tensor = var.tensor
+    return tensor is not None and (
+        tensor.dtype.is_complex
+        or (
+            tensor.dtype in (torch.float32, torch.float64)
+            and tensor.dim() >= 1
+            and tensor.shape[-1] == 2
+        )
+    )
+
+
+# A conjugate view is lazy (a bit on the tensor, not a copy): a write
+# through it lands conjugated in its base.
+_real_views = _assign_one_of(
+    "{x}.real", "{x}.imag", "torch.view_as_real({x})", "{x}.conj()", "{x}.conj().imag"
+)
+
+
+def _complex_view(ctx: Context) -> tuple[list[str], bool] | None:
+    if not ctx.t.dtype.is_complex:
+        return [f"{ctx.new_name} = torch.view_as_complex({ctx.x})"], True
+    return _real_views(ctx)
+
+
+def _zero_size(ctx: Context) -> tuple[list[str], bool]:
+    return [f"{ctx.new_name} = {ctx.x}.narrow({ctx.dim()}, 0, 0)"], True
+
+
+def _custom_op(ctx: Context) -> tuple[list[str], bool]:
+    if ctx.draw(st.booleans()):
+        return [f"torch.ops.cgraph.add_one_({ctx.x})"], False
+    return [f"{ctx.new_name} = torch.ops.cgraph.scaled({ctx.x})"], True
+
+
+def _data_assign(ctx: Context) -> tuple[list[str], bool]:
+    how = ctx.draw(st.sampled_from(["{x}.data * 2", "{x}.data.flip(0)", "torch.zeros_like({x})"]))
+    return [f"{ctx.x}.data = {how.format(x=ctx.x)}"], False
+
+
+def _module_call(ctx: Context) -> tuple[list[str], bool] | None:
+    modules = [v.name for v in ctx.variables if v.origin == "module"]
+    if not modules:
+        return None
+    return [f"{ctx.new_name} = {ctx.draw(st.sampled_from(modules))}({ctx.x})"], True
+
+
+def _writable_tensor(tensor: torch.Tensor) -> bool:
+    return not _is_grad_leaf(tensor) and torch._debug_has_internal_overlap(tensor) != 1
+
+
+def _foreach(ctx: Context) -> tuple[list[str], bool]:
+    # In place, the list's second entry is a tensor of other memory: one op
+    # writes two tensors, as fused optimizer updates do. An in-place list
+    # whose entries overlap (the target twice, or with a view of it) is left
+    # out: eager writes a shared element once per entry and torch 2.13's
+    # compile once in all, in every program (recorded in the baseline), so
+    # it would re-find that one bug under every hazard it is drawn with. Out
+    # of place, the entries may overlap (the op reads them, never writes).
+    op = ctx.draw(st.sampled_from(["_foreach_add_", "_foreach_mul_", "_foreach_add"]))
+    if op != "_foreach_add":
+        apart = ctx.other(
+            lambda t: (
+                t.dtype == ctx.t.dtype and _writable_tensor(t) and not _shares_memory(t, ctx.t)
+            )
+        )
+        if apart is not None:
+            value = "1.5" if op == "_foreach_add_" else "2.0"
+            return [f"torch.{op}([{ctx.x}, {apart}], {value})"], False
+    second = ctx.x
+    partner = ctx.draw(st.sampled_from(["self", "view", "other"]))
+    if partner == "view" and ctx.t.dim() >= 1:
+        second = f"{ctx.x}[0]"
+    elif partner == "other":
+        second = ctx.other(lambda t: t.dtype == ctx.t.dtype) or ctx.x
+    return [f"{ctx.new_name} = torch._foreach_add([{ctx.x}, {second}], 1.5)[-1]"], True
+
+
+def _shares_memory(tensor: torch.Tensor, other: torch.Tensor) -> bool:
+    """Whether the two tensors are views of one storage (an empty one counts as shared)."""
+    return tensor.untyped_storage().data_ptr() == other.untyped_storage().data_ptr()
+
+
+def _checkpoint(ctx: Context) -> tuple[list[str], bool]:
+    # No random body: torch 2.13 refuses RNG ops in a checkpointed region
+    # under compile (recorded in the baseline), which every such draw re-finds.
+    body = ctx.draw(st.sampled_from(["checkpointed_sin", "checkpointed_inplace"]))
+    return [
+        f"{ctx.new_name} = torch.utils.checkpoint.checkpoint({body}, {ctx.x}, use_reentrant=False)"
+    ], True
+
+
+def _autocast(ctx: Context) -> tuple[list[str], bool]:
+    product = (
+        f"{ctx.x} @ {ctx.x}.mT"
+        if ctx.t.dim() >= 2
+        else f"{ctx.x}.unsqueeze(-1) @ {ctx.x}.unsqueeze(0)"
+    )
+    lines = ['with torch.autocast("cpu", dtype=torch.bfloat16):', f"    {ctx.new_name} = {product}"]
+    then = ctx.draw(st.sampled_from(["", "result", "target"]))
+    if then == "result":
+        lines.append(f"    {ctx.new_name}.add_(1)")
+    elif then == "target" and _writable_tensor(ctx.t):
+        lines.append(f"    {ctx.x}.mul_(2)")
+    return lines, True
+
+
+def _retain_grad(ctx: Context) -> tuple[list[str], bool]:
+    return [
+        f"{ctx.x}.retain_grad()",
+        f"{ctx.x}.sum().backward(retain_graph=True)",
+        f"{ctx.new_name} = {ctx.x}.grad",
+    ], True
+
+
+def _memory_format(ctx: Context) -> tuple[list[str], bool]:
+    how = ["torch.empty_like({x}).copy_({x})", "{x}.clone(memory_format=torch.preserve_format)"]
+    if ctx.t.dim() == 4:
+        how += [
+            "{x}.contiguous(memory_format=torch.channels_last)",
+            "{x}.to(memory_format=torch.channels_last)",
+        ]
+    return [f"{ctx.new_name} = {ctx.draw(st.sampled_from(how)).format(x=ctx.x)}"], True
+
+
+# Results whose size depends on the values (Dynamo graph-breaks or traces
+# unbacked sizes), and a tensor rebuilt from Python values. Not unique():
+# it has no derivative, so most draws on a tensor that requires grad fail.
+_data_dependent = _assign_one_of(
+    "{x}.nonzero()",
+    "torch.masked_select({x}, {x} > 0)",
+    "{x}.flatten()[: int(({x} > 0).sum())]",
+    "torch.tensor({x}.tolist(), dtype={x}.dtype)",
+)
+
+
+def _post_accumulate_hook(ctx: Context) -> tuple[list[str], bool]:
+    hook = ctx.draw(st.sampled_from(["halve_grad_in_place", "step_in_backward"]))
+    return [f"{ctx.x}.register_post_accumulate_grad_hook({hook})"], False
+
+
+def _functorch(ctx: Context) -> tuple[list[str], bool]:
+    how = [
+        "torch.vmap(torch.sin)({x})",
+        "torch.vmap(lambda t: t * t.sum())({x})",
+        "torch.func.grad(lambda t: t.sin().sum())({x})",
+        # Forward mode: dual tensors in place of a backward.
+        "torch.func.jvp(torch.sin, ({x},), (torch.ones_like({x}),))[1]",
+        "torch.func.jacrev(torch.sin)({x}.reshape(-1)[:2])",
+    ]
+    if _writable_tensor(ctx.t):
+        # In place through vmap: each batch slice of the target is written.
+        how.append("torch.vmap(lambda t: t.mul_(2))({x})")
+    return [f"{ctx.new_name} = {ctx.draw(st.sampled_from(how)).format(x=ctx.x)}"], True
+
+
+def _grad_mode_switch(ctx: Context) -> tuple[list[str], bool]:
+    # Modes switched by call or by a block nested in whatever mode is
+    # ambient (GRAD_MODE): Dynamo must restore the mode it found.
+    how = ctx.draw(st.sampled_from(["inference_false", "set_grad_calls", "set_grad_block"]))
+    if how == "set_grad_calls":
+        return [
+            "torch.set_grad_enabled(False)",
+            f"{ctx.new_name} = {ctx.x} * 2",
+            "torch.set_grad_enabled(True)",
+        ], True
+    block = (
+        "with torch.inference_mode(False):"
+        if how == "inference_false"
+        else "with torch.set_grad_enabled(True):"
+    )
+    return [block, f"    {ctx.new_name} = {ctx.x} * 2"], True
+
+
+def _inference_block(ctx: Context) -> tuple[list[str], bool]:
+    return ["with torch.inference_mode():", f"    {ctx.new_name} = {ctx.x} * 2"], True
+
+
+def _grad_assign(ctx: Context) -> tuple[list[str], bool]:
+    how = ctx.draw(
+        st.sampled_from(["torch.ones_like({x})", "None", "{x}.detach() * 2", "{x}.detach()"])
+    )
+    return [f"{ctx.x}.grad = {how.format(x=ctx.x)}"], False
+
+
+def _inplace_more(ctx: Context) -> tuple[list[str], bool]:
+    i = ctx.index()
+    how = ctx.draw(
+        st.sampled_from(
+            [
+                "{x}.index_fill_(0, torch.tensor([{i}, {i}]), 2.0)",
+                "{x}.put_(torch.tensor([{i}, {i}]), torch.tensor([1.0, 2.0], dtype={x}.dtype),"
+                " accumulate=True)",
+                "{x}.masked_scatter_({x} > 0, torch.ones_like({x}) * 3)",
+                "{x}.lerp_(torch.ones_like({x}), 0.5)",
+                "{x}.addcmul_({x}, {x}, value=0.5)",
+                "{x}.scatter_reduce_(0, torch.zeros_like({x}, dtype=torch.long), {x} * 2, 'amax')",
+                # In place through torch.nn.functional, scans, and copies
+                # across dtypes: other decompositions of a write.
+                "torch.nn.functional.silu({x}, inplace=True)",
+                "torch.nn.functional.hardtanh_({x})",
+                "{x}.cumsum_(0)",
+                "{x}.copy_({x}.to(torch.int64))",
+                "{x}.clamp_(min=torch.zeros_like({x}))",
+            ]
+        )
+    )
+    return [how.format(x=ctx.x, i=i)], False
+
+
+def _unfold(ctx: Context) -> tuple[list[str], bool]:
+    dim = ctx.dim()
+    size = 2 if ctx.t.shape[dim] >= 2 else 1
+    return [f"{ctx.new_name} = {ctx.x}.unfold({dim}, {size}, 1)"], True
+
+
+# Python over tensors, which Dynamo interprets: builtins, comprehensions,
+# starred shapes, slicing of tuples of tensors.
+_python_constructs = _assign_one_of(
+    "sum([{x}, {x} * 2])",
+    "torch.stack([t * i for i, t in enumerate({x}.unbind(0))])",
+    "{x}.reshape(*reversed({x}.shape))",
+    "torch.cat({x}.unbind(0)[::-1])",
+    "{x}.split([1, {x}.shape[0] - 1])[-1]",
+)
+
+
+def _families(*names: str) -> frozenset[str]:
+    return frozenset({*names, "mixed"})
+
+
+ALL = _families("mutation", "views", "transfer", "autograd", "rng", "scalars", "schedules")
+# Families that vary inputs across calls mutate too: the combination breaks
+# compilers far more often than either hazard alone.
+MUTATION = _families("mutation", "schedules")
+VIEWS = _families("views", "mutation")
+TRANSFER = _families("transfer")
+AUTOGRAD = _families("autograd")
+RNG = _families("rng")
+SCALARS = _families("scalars", "mutation")
+GRAPHS = _families("mutation", "views", "autograd", "schedules", "rng")
+INDEXING = _families("mutation", "views", "schedules")
+FACTORIES = _families("views", "autograd", "scalars", "schedules")
+
+# Simplest first: sampled_from shrinks towards the front of the list.
+OPS: tuple[OpSpec, ...] = (
+    OpSpec("add", "outplace", ALL, _tensor, _binary("+")),
+    OpSpec("mul", "outplace", ALL, _tensor, _binary("*")),
+    OpSpec("clone", "outplace", ALL, _tensor, _assign("{x}.clone()")),
+    OpSpec("sin", "outplace", ALL, _floating, _assign("torch.sin({x})")),
+    OpSpec("relu", "outplace", ALL, _floating, _assign("torch.relu({x})")),
+    OpSpec("sum", "outplace", ALL, _rank_at_least(1), _sum_dim),
+    OpSpec("matmul", "outplace", ALL, _floating_rank(2), _matmul),
+    OpSpec("zeros_like", "factory", ALL, _tensor, _factory),
+    OpSpec("add_", "inplace", MUTATION | SCALARS | AUTOGRAD, _writable(_tensor), _inplace("add_")),
+    OpSpec("mul_", "inplace", MUTATION | SCALARS | AUTOGRAD, _writable(_tensor), _inplace("mul_")),
+    OpSpec("div_", "inplace", MUTATION, _writable(_floating), _inplace("div_")),
+    OpSpec("clamp_", "inplace", MUTATION, _writable(_floating), _clamp),
+    OpSpec("copy_", "inplace", MUTATION, _writable(_tensor), _copy),
+    OpSpec("fill_", "inplace", MUTATION | SCALARS, _not_grad_leaf, _fill),
+    OpSpec("zero_", "inplace", MUTATION, _writable(_tensor), _statement("{x}.zero_()")),
+    OpSpec("masked_fill_", "inplace", MUTATION, _writable(_floating), _masked_fill),
+    OpSpec("index_put_", "inplace", MUTATION, _writable(_floating_rank(1)), _index_put),
+    OpSpec("index_add_", "inplace", MUTATION, _writable(_floating_rank(1)), _index_add),
+    OpSpec("scatter_", "inplace", MUTATION, _writable(_floating_rank(1)), _scatter),
+    OpSpec("out=", "inplace", MUTATION, _writable(_floating), _out_variant),
+    OpSpec("setitem", "inplace", MUTATION, _writable(_floating_rank(1)), _setitem),
+    OpSpec("no_grad_update", "inplace", MUTATION | AUTOGRAD, _leaf_with_grad, _no_grad_update),
+    OpSpec("resize_", "metadata", MUTATION, _writable(_tensor), _resize),
+    OpSpec("t_", "metadata", MUTATION, _writable(_matrix_or_less), _statement("{x}.t_()")),
+    OpSpec("transpose_", "metadata", MUTATION, _writable(_rank_at_least(1)), _transpose_),
+    OpSpec("unsqueeze_", "metadata", MUTATION, _writable(_tensor), _unsqueeze_),
+    OpSpec("squeeze_", "metadata", MUTATION, _writable(_rank_at_least(1)), _squeeze_),
+    OpSpec("as_strided_", "metadata", MUTATION, _writable(_tensor), _as_strided_),
+    OpSpec("set_", "metadata", MUTATION, _writable(_tensor), _set_),
+    OpSpec("detach_", "metadata", MUTATION | AUTOGRAD, _tensor, _statement("{x}.detach_()")),
+    OpSpec("view", "view", VIEWS, _tensor, _view_flat),
+    OpSpec("slice", "view", VIEWS, _rank_at_least(1), _slice_step),
+    OpSpec("select", "view", VIEWS, _rank_at_least(1), _select),
+    OpSpec("narrow", "view", VIEWS, _rank_at_least(1), _narrow),
+    OpSpec("transpose", "view", VIEWS, _rank_at_least(1), _transpose),
+    OpSpec("unsqueeze", "view", VIEWS, _tensor, _unsqueeze),
+    OpSpec("squeeze", "view", VIEWS, _rank_at_least(1), _squeeze),
+    OpSpec("expand", "view", VIEWS, _tensor, _expand),
+    OpSpec("diagonal", "view", VIEWS, _rank_at_least(2), _assign("{x}.diagonal()")),
+    OpSpec("unbind", "view", VIEWS, _rank_at_least(1), _split),
+    OpSpec("as_strided", "view", VIEWS, _tensor, _as_strided),
+    OpSpec("to", "transfer", TRANSFER, _tensor, _to_device),
+    OpSpec("to_dtype", "transfer", TRANSFER, _floating, _to_dtype),
+    OpSpec("backward", "autograd", AUTOGRAD, _needs_grad, _backward),
+    OpSpec("autograd.grad", "autograd", AUTOGRAD, _needs_grad, _autograd_grad),
+    OpSpec("detach", "autograd", AUTOGRAD, _tensor, _detach),
+    OpSpec("no_grad", "autograd", AUTOGRAD, _floating, _no_grad_block),
+    # Hooks go on intermediates only (the builder steps off a leaf first):
+    # eager torch 2.13 segfaults registering one on a view of a leaf whose
+    # base was written in place (pytorch/pytorch#196459).
+    OpSpec("register_hook", "autograd", AUTOGRAD, _needs_grad, _hook),
+    OpSpec("read_grad", "autograd", AUTOGRAD, _leaf_with_grad, _read_grad),
+    OpSpec("zero_grad", "autograd", AUTOGRAD, _leaf_with_grad, _zero_grad),
+    OpSpec("rand_like", "rng", RNG, _floating, _assign("{x} + torch.rand_like({x})")),
+    OpSpec("randn_like", "rng", RNG, _floating, _assign("{x} * torch.randn_like({x})")),
+    OpSpec("dropout", "rng", RNG, _floating, _dropout),
+    OpSpec("bernoulli", "rng", RNG, _floating, _bernoulli),
+    OpSpec("where_scalar", "outplace", SCALARS, _floating, _where_scalar),
+    # Several graphs per program: the values live at the break are outputs of
+    # one graph and inputs of the next, which CUDA-graph trees chain.
+    OpSpec("graph_break", "graph", GRAPHS, _tensor, _statement("torch._dynamo.graph_break()")),
+    # Integer, int64-tensor (duplicate indices) and boolean-mask reads.
+    OpSpec("index_read", "view", INDEXING, _rank_at_least(1), _index_read),
+    # Advanced-index and mask writes, duplicates writing one value.
+    OpSpec("index_write", "inplace", INDEXING, _writable(_floating_rank(1)), _index_write),
+    # Fresh tensors of a new shape (zero-size, rank 4, requiring grad).
+    OpSpec("factory", "factory", FACTORIES, _tensor, _fresh_factory),
+    # Out-of-place index ops on any tensor, stride-0 ones included.
+    OpSpec("index_outplace", "outplace", INDEXING, _floating_rank(1), _index_outplace),
+    # out= resized from empty, or aliasing its own input.
+    OpSpec("out_more", "inplace", MUTATION, _writable(_floating_rank(1)), _out_more),
+    # Copies or views depending on layout: flip, reshape, movedim, view(dtype).
+    OpSpec("reshape", "view", VIEWS, _rank_at_least(1), _reshape_op),
+    # Several tensors into one, or index-driven reads.
+    OpSpec("combine", "outplace", VIEWS, _rank_at_least(1), _combine),
+    # Reductions with keepdim; argmax/argmin produce int64.
+    OpSpec("reduce", "outplace", VIEWS | AUTOGRAD, _floating_rank(1), _reduce),
+    # Ops that may hand back their input itself.
+    OpSpec("maybe_same", "outplace", VIEWS | AUTOGRAD, _floating, _maybe_same),
+    # Python metadata (size, rank, requires_grad) feeding later statements.
+    OpSpec("metadata_read", "metadata_read", SCALARS | VIEWS, _tensor, _metadata_read),
+    # enable_grad nested in no_grad.
+    OpSpec("enable_grad", "autograd", AUTOGRAD, _floating, _grad_mode),
+    # Zero-size views.
+    OpSpec("zero_size", "view", VIEWS, _rank_at_least(1), _zero_size),
+    # torch.autograd.Function: saved tensors, mark_dirty, non-differentiable
+    # outputs, once_differentiable.
+    OpSpec("autograd_function", "autograd", AUTOGRAD | MUTATION, _floating, _autograd_function),
+    # .data assignment: the tensor keeps its identity, its data changes.
+    OpSpec("data_assign", "metadata", MUTATION, _writable(_rank_at_least(1)), _data_assign),
+    # A leaf starts requiring grad inside the program.
+    OpSpec(
+        "requires_grad_",
+        "autograd",
+        AUTOGRAD,
+        _leaf_without_grad,
+        _statement("{x}.requires_grad_()"),
+    ),
+    # A module argument called: its buffer written in forward, its parameter used.
+    OpSpec("module_call", "outplace", AUTOGRAD | MUTATION, _floating, _module_call),
+    # torch.library custom ops: one mutating its argument, one with a fake kernel.
+    OpSpec("custom_op", "inplace", MUTATION | VIEWS, _floating, _custom_op),
+    # Real views of complex memory and back (.real, .imag, view_as_real/complex):
+    # views across dtypes, which functionalization replays by their own rules.
+    OpSpec("complex_view", "view", VIEWS | MUTATION, _complex_viewable, _complex_view),
+    # One foreach op over a list: in place over tensors of separate memory,
+    # out of place over entries that may alias.
+    OpSpec("foreach", "inplace", MUTATION | VIEWS, _writable(_floating), _foreach),
+    # Activation checkpointing: backward recomputes a body (random, in place).
+    OpSpec("checkpoint", "autograd", AUTOGRAD | RNG, _floating, _checkpoint),
+    # Autocast to bfloat16 around a product, with writes inside the region.
+    OpSpec("autocast", "transfer", TRANSFER | AUTOGRAD | MUTATION, _floating_rank(1), _autocast),
+    # A non-leaf keeps its grad (retain_grad), read after a backward.
+    OpSpec("retain_grad", "autograd", AUTOGRAD, _nonleaf_with_grad, _retain_grad),
+    # Copies that keep or change the layout (channels_last, preserve_format).
+    OpSpec("memory_format", "view", VIEWS | MUTATION, _tensor, _memory_format),
+    # Results whose size depends on values: nonzero, masked_select, tolist.
+    OpSpec("data_dependent", "outplace", VIEWS | SCALARS, _rank_at_least(1), _data_dependent),
+    # A hook that writes the grad or the leaf itself once its grad is accumulated.
+    OpSpec("post_accumulate_hook", "autograd", AUTOGRAD, _leaf_with_grad, _post_accumulate_hook),
+    # torch.func transforms: vmap (in place too) and grad.
+    OpSpec("functorch", "outplace", VIEWS | AUTOGRAD | MUTATION, _floating_rank(1), _functorch),
+    # Inference tensors made inside the program, used after the block.
+    OpSpec("inference_mode", "autograd", AUTOGRAD | MUTATION, _floating, _inference_block),
+    # Grad modes switched by calls or nested blocks inside the ambient mode.
+    OpSpec("grad_mode_switch", "autograd", AUTOGRAD | MUTATION, _floating, _grad_mode_switch),
+    # .grad assigned to a leaf (requiring grad or not): a fresh tensor, None,
+    # or the leaf's own memory.
+    OpSpec("grad_assign", "autograd", AUTOGRAD, _floating_leaf, _grad_assign),
+    # More in-place index and blend ops (duplicate indices accumulate).
+    OpSpec("inplace_more", "inplace", MUTATION, _writable(_floating_rank(1)), _inplace_more),
+    # Overlapping windows: a view whose elements share memory.
+    OpSpec("unfold", "view", VIEWS, _rank_at_least(1), _unfold),
+    # Python builtins and comprehensions over tensors.
+    OpSpec("python", "outplace", SCALARS | VIEWS, _rank_at_least(1), _python_constructs),
+)
+
+
+#: The ``to`` record of a CUDA run: same name, place and families as the
+#: catalog's, so coverage and shrinking treat it as the same op.
+_TO_CUDA = OpSpec("to", "transfer", TRANSFER, _tensor, _to_device_cuda)
+
+
+def is_cuda_device(device: str) -> bool:
+    """Whether ``device`` (``cpu``, ``cuda``, ``cuda:N``) names a GPU."""
+    return device == "cuda" or device.startswith("cuda:")
+
+
+def ops_for(family: str, device: str = "cpu") -> tuple[tuple[OpSpec, ...], tuple[OpSpec, ...]]:
+    """The records a family draws from: (shared basic ops, the family's own ops).
+
+    Kept apart so that a family's own ops are not drowned by the basic ones
+    every family shares. On a CUDA ``device`` the ``to`` record draws real
+    host-device transfers too; on the CPU the catalog is used as it is.
+    """
+    chosen = [op for op in OPS if family in op.families]
+    if is_cuda_device(device):
+        chosen = [_TO_CUDA if op.name == "to" else op for op in chosen]
+    return (
+        tuple(op for op in chosen if op.families == ALL),
+        tuple(op for op in chosen if op.families != ALL),
+    )
