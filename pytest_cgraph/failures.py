@@ -21,6 +21,7 @@ import dataclasses
 import enum
 import re
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -407,4 +408,91 @@ class Failure:
             examples_to_failure=data.get("examples_to_failure"),
             seconds_to_repro=data.get("seconds_to_repro"),
             shrunk=data.get("shrunk", True),
+        )
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One failure inside a failure's text: its whole report, or its repro line alone."""
+
+    failure: Failure
+    whole: bool = True
+    verbose: bool = False
+
+    def render(self) -> str:
+        if self.whole:
+            return self.failure.report(self.verbose)
+        repro = self.failure.repro
+        return repro.line() if repro is not None else ""
+
+
+#: The attribute under which an exception carries its :class:`FailureText`.
+FAILURE_TEXT = "cgraph_failure_text"
+
+
+@dataclass(frozen=True)
+class FailureText:
+    """A failure's text as the record it is rendered from: words, and the failures shown.
+
+    The repro files a failure names are written by the run's controller,
+    after the process that found it made its report (under xdist, maybe on
+    another host). So the text travels as this record and is rendered where
+    it is shown, from the failures as stored there (:meth:`with_repros`):
+    nothing rendered is ever patched.
+    """
+
+    parts: tuple[str | Shown, ...]
+
+    def render(self) -> str:
+        return "".join(part if isinstance(part, str) else part.render() for part in self.parts)
+
+    @classmethod
+    def ending_in_repro_line(cls, words: str, failure: Failure) -> FailureText:
+        """``words``, then ``failure``'s repro line, as the failure stands where it is shown."""
+        return cls((words, Shown(failure, whole=False)))
+
+    def attach(self, error: BaseException) -> BaseException:
+        """``error``, carrying this text: the failure it reports, as a record."""
+        setattr(error, FAILURE_TEXT, self)
+        return error
+
+    @staticmethod
+    def carried_by(error: BaseException | None) -> FailureText | None:
+        """The text ``error`` carries (:meth:`attach`), if any."""
+        text = getattr(error, FAILURE_TEXT, None)
+        return text if isinstance(text, FailureText) else None
+
+    @property
+    def failures(self) -> list[Failure]:
+        return [part.failure for part in self.parts if isinstance(part, Shown)]
+
+    def with_repros(self, stored: Callable[[Failure], Failure]) -> FailureText:
+        """This text with each failure as ``stored`` says it is now (its repro as written)."""
+        return FailureText(
+            tuple(
+                part
+                if isinstance(part, str)
+                else dataclasses.replace(part, failure=stored(part.failure))
+                for part in self.parts
+            )
+        )
+
+    def to_json(self) -> list[Any]:
+        return [
+            part
+            if isinstance(part, str)
+            else {"failure": part.failure.to_json(), "whole": part.whole, "verbose": part.verbose}
+            for part in self.parts
+        ]
+
+    @classmethod
+    def from_json(cls, data: list[Any]) -> FailureText:
+        """The inverse of :meth:`to_json`."""
+        return cls(
+            tuple(
+                part
+                if isinstance(part, str)
+                else Shown(Failure.from_json(part["failure"]), part["whole"], part["verbose"])
+                for part in data
+            )
         )

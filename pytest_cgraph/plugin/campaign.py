@@ -27,7 +27,15 @@ import pytest
 
 from pytest_cgraph.checking.heap import long_lived_heap_frozen
 from pytest_cgraph.errors import CgraphError
-from pytest_cgraph.failures import Case, Failure, ReproResult, ReproStatus, Verdict
+from pytest_cgraph.failures import (
+    Case,
+    Failure,
+    FailureText,
+    ReproResult,
+    ReproStatus,
+    Shown,
+    Verdict,
+)
 from pytest_cgraph.hunting.database import build_database
 from pytest_cgraph.hunting.hunt import STALL_AFTER, Budget, Hunt
 from pytest_cgraph.plugin import session
@@ -50,15 +58,19 @@ class NewBugsFound(CgraphError, AssertionError):
         # Two bugs of one signature (reached through other hazards) are two failures;
         # the line's first words stay what scripts read.
         bugs = f" ({len(found)} bugs)" if len(found) != signatures else ""
-        parts = [f"{signatures} new failure signature(s) in {family} programs{bugs}"]
+        parts: list[str | Shown] = [
+            f"{signatures} new failure signature(s) in {family} programs{bugs}"
+        ]
         for number, failure in enumerate(found, start=1):
-            parts.append(f"\n[{number}] {failure.signature}\n{failure.report(verbose)}")
+            parts += [f"\n\n[{number}] {failure.signature}\n", Shown(failure, verbose=verbose)]
         if stalled:
             parts.append(
-                f"\nstopped hunting early: the last {STALL_AFTER} programs hung or killed their "
+                f"\n\nstopped hunting early: the last {STALL_AFTER} programs hung or killed their "
                 "process the same known way"
             )
-        super().__init__("\n".join(parts))
+        text = FailureText(tuple(parts))
+        super().__init__(text.render())
+        text.attach(self)
 
 
 class ControllerGone(BaseException):

@@ -31,16 +31,16 @@ from pytest_cgraph.checking.guard import (
     stale_records,
 )
 from pytest_cgraph.errors import CgraphError
-from pytest_cgraph.failures import Failure
+from pytest_cgraph.failures import Failure, FailureText, Shown
 from pytest_cgraph.plugin import session
 from pytest_cgraph.plugin.items import CgraphItem
 from pytest_cgraph.plugin.options import OPTIONS_KEY, CgraphOptions
-
-#: Key under which a worker's report (or its ``workeroutput``) carries dead programs.
-DEAD_KEY = "_cgraph_dead"
+from pytest_cgraph.plugin.wire import DeadProgramMessage
 
 
-def report_dead_program(dead: DeadProgram, repro_dir: Path, cause: str) -> tuple[str, Failure]:
+def report_dead_program(
+    dead: DeadProgram, repro_dir: Path, cause: str
+) -> tuple[FailureText, Failure]:
     """Verify the dead program's repro (not written yet); the failure's text and the failure."""
     from pytest_cgraph.recording.repro import verify_repro
 
@@ -50,7 +50,7 @@ def report_dead_program(dead: DeadProgram, repro_dir: Path, cause: str) -> tuple
         if dead.timed_out
         else ""
     )
-    return failure.report() + stacks, failure
+    return FailureText((Shown(failure), stacks)), failure
 
 
 def _main_stack(stacks: str, lines: int = 20) -> str:
@@ -72,8 +72,8 @@ def dead_programs_to_send(config: pytest.Config) -> list[dict[str, Any]]:
         return []
     messages = []
     for dead in claim_stale_records(options.repro_dir):
-        text, failure = report_dead_program(dead, options.repro_dir, "the worker died")
-        messages.append({"nodeid": dead.case.nodeid, "text": text, "failure": failure.to_json()})
+        text, _ = report_dead_program(dead, options.repro_dir, "the worker died")
+        messages.append(DeadProgramMessage(dead.case.nodeid, text).pack())
         dead.forget()
     return messages
 
@@ -86,13 +86,12 @@ def receive_dead_programs(config: pytest.Config, messages: list[dict[str, Any]])
     live = config.stash.get(LIVE_KEY, None)
     if live is None:
         return
-    for message in messages:
-        sent = Failure.from_json(message["failure"])
-        failure = live.add_failure(message["nodeid"], sent)
-        text = str(message["text"])
-        if sent.repro is not None and failure.repro is not None:
-            text = text.replace(sent.repro.line(), failure.repro.line())
-        crashed = live.crashed.pop(message["nodeid"], None)
+    for data in messages:
+        message = DeadProgramMessage.unpack(data)
+        for failure in message.text.failures:
+            live.add_failure(message.nodeid, failure)
+        text = live.rendered(message.text)
+        crashed = live.crashed.pop(message.nodeid, None)
         if crashed is not None:
             report, said = crashed
             report.longrepr = f"{said}\n\n{text}"
@@ -121,6 +120,10 @@ def handle_crashed_item(config: pytest.Config, nodeid: str, report: pytest.TestR
 
 class DeadProgramFound(CgraphError, AssertionError):
     """A program killed the process that checked it."""
+
+    def __init__(self, text: FailureText) -> None:
+        super().__init__(text.render())
+        text.attach(self)
 
 
 class DiedItem(CgraphItem):

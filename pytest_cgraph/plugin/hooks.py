@@ -24,8 +24,9 @@ from pytest_cgraph.plugin import session
 from pytest_cgraph.plugin.fixture import cgraph
 from pytest_cgraph.plugin.marker import MARKER, MARKER_HELP, MarkerSettings, run_marked
 from pytest_cgraph.plugin.options import OPTIONS_KEY, CgraphOptions, add_options, read_options
+from pytest_cgraph.plugin.wire import DEAD_KEY, REPORT_KEY, SNAPSHOT_KEY, ItemMessage
 from pytest_cgraph.registry.entries import cached_is_repro_file
-from pytest_cgraph.reporting.stats import REPORT_KEY, summary_lines
+from pytest_cgraph.reporting.stats import RunStats, summary_lines
 
 if TYPE_CHECKING:
     from collections.abc import Generator
@@ -316,7 +317,7 @@ def pytest_runtest_makereport(
         # A repro that passes no longer reproduces: its bug is fixed.
         report.__dict__[FIXED_KEY] = str(item.path)
     if report.when == "setup" and hasattr(item.config, "workerinput"):
-        from pytest_cgraph.plugin.crashes import DEAD_KEY, dead_programs_to_send
+        from pytest_cgraph.plugin.crashes import dead_programs_to_send
 
         dead = dead_programs_to_send(item.config)
         if dead:
@@ -324,12 +325,7 @@ def pytest_runtest_makereport(
     if report.when == "call":
         stats = item.stash.get(session.STATS_KEY, None)
         if stats is not None:
-            from pytest_cgraph.plugin.live import RSS_KEY, rss_mb
-
-            # Travels to the xdist controller with the report (pytest
-            # serialises report.__dict__), as Hypothesis's statistics do.
-            report.__dict__[REPORT_KEY] = stats.to_json()
-            report.__dict__[RSS_KEY] = rss_mb()
+            _hand_over(item, report, stats, call)
         # torch's own log records (compile traces, Dynamo's debug lines) are
         # the harness's business, not the reader's: the failure says what
         # matters, and the repro replays it.
@@ -351,13 +347,7 @@ class LiveReports:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        from pytest_cgraph.plugin.live import (
-            LIVE_KEY,
-            RSS_KEY,
-            SNAPSHOT_KEY,
-            show_status,
-            worker_name,
-        )
+        from pytest_cgraph.plugin.live import LIVE_KEY, show_status, worker_name
 
         live = self.config.stash.get(LIVE_KEY, None)
         if live is None:
@@ -365,22 +355,24 @@ class LiveReports:
         worker = worker_name(report)
         snapshot = report.__dict__.pop(SNAPSHOT_KEY, None)
         if snapshot is not None:
-            live.receive(report.nodeid, worker, snapshot["stats"], rss=snapshot["rss_mb"])
+            message = ItemMessage.unpack(snapshot)
+            live.receive(report.nodeid, worker, message.stats, rss=message.rss_mb)
             self._forget_shown()
             self._shown.append(report)  # the terminal reporter keeps it after this hook
             show_status(self.config, live)
-        from pytest_cgraph.plugin.crashes import DEAD_KEY, receive_dead_programs
+        from pytest_cgraph.plugin.crashes import receive_dead_programs
 
         dead = report.__dict__.pop(DEAD_KEY, None)
         if dead:
             receive_dead_programs(self.config, dead)
-        data = report.__dict__.get(REPORT_KEY)
+        data = report.__dict__.pop(REPORT_KEY, None)
         if data is None or report.when != "call":
             return
-        rss = report.__dict__.pop(RSS_KEY, None)
-        updated = live.receive(report.nodeid, worker, data, rss=rss, final=True)
-        report.__dict__[REPORT_KEY] = updated
-        _rewrite_repro_lines(report, data["failures"], updated["failures"])
+        final = ItemMessage.unpack(data)
+        live.receive(report.nodeid, worker, final.stats, rss=final.rss_mb, final=True)
+        if final.text is not None:
+            # Rendered from the failures as written here, not as the worker meant them.
+            report.longrepr = live.rendered(final.text)
 
     def _forget_shown(self) -> None:
         """Drop earlier snapshot reports from the terminal reporter's statistics: it keeps
@@ -393,31 +385,37 @@ class LiveReports:
         self._shown.clear()
 
 
-def _rewrite_repro_lines(
-    report: pytest.TestReport, sent: list[dict[str, Any]], stored: list[dict[str, Any]]
+def _hand_over(
+    item: pytest.Item, report: pytest.TestReport, stats: RunStats, call: pytest.CallInfo[None]
 ) -> None:
-    """Say in the failure's text what became of each repro, not what a worker meant.
+    """An item's final statistics, and its failure's text, to the run's one writer.
 
-    A marked test's failure is pytest's own repr, not text: it becomes its
-    text once a line in it changes.
+    In an xdist worker they travel packed with the report (pytest serialises
+    ``report.__dict__``, as it does Hypothesis's statistics). In one process
+    they go to the :class:`~pytest_cgraph.plugin.live.LiveRun` as objects,
+    and the failure is rendered from them as stored, before any reporter
+    reads it.
     """
-    from pytest_cgraph.failures import Failure
+    from pytest_cgraph.failures import FailureText
+    from pytest_cgraph.plugin.live import LIVE_KEY, MAIN, rss_mb
 
-    text = str(report.longrepr) if report.longrepr is not None else ""
-    changed = text
-    for before, after in zip(sent, stored, strict=True):
-        old, new = Failure.from_json(before).repro, Failure.from_json(after).repro
-        if old is not None and new is not None and old != new:
-            changed = changed.replace(old.line(), new.line())
-    if changed != text:
-        report.longrepr = changed
+    text = FailureText.carried_by(call.excinfo.value if call.excinfo else None)
+    if hasattr(item.config, "workerinput"):
+        report.__dict__[REPORT_KEY] = ItemMessage(stats, rss_mb(), text).pack()
+        return
+    live = item.config.stash.get(LIVE_KEY, None)
+    if live is None:
+        return
+    live.receive(report.nodeid, MAIN, stats, rss=rss_mb(), final=True)
+    if text is not None and report.failed:
+        report.longrepr = live.rendered(text)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     if hasattr(config, "workerinput"):
         if config.stash[OPTIONS_KEY].enabled:
-            from pytest_cgraph.plugin.crashes import DEAD_KEY, dead_programs_to_send
+            from pytest_cgraph.plugin.crashes import dead_programs_to_send
 
             # A worker that replaced a dead one and ran no item sends its
             # predecessor's program as it finishes.

@@ -31,11 +31,9 @@ from typing import Any
 
 import pytest
 
-from pytest_cgraph.failures import Failure, ReproResult
+from pytest_cgraph.failures import Failure, FailureText, ReproResult
+from pytest_cgraph.plugin.wire import SNAPSHOT_KEY, ItemMessage
 from pytest_cgraph.reporting.stats import RunStats, report_data, write_report
-
-#: Key under which a passed setup report carries an item's statistics so far.
-SNAPSHOT_KEY = "_cgraph_snapshot"
 
 #: Seconds between two snapshots of a running item.
 SNAPSHOT_SECONDS = 10.0
@@ -48,9 +46,6 @@ SAMPLE_SECONDS = 10.0
 
 #: Samples kept: past this, every other one is dropped (a run of days stays small).
 MAX_SAMPLES = 1000
-
-#: Key under which an item's call report carries its worker's memory.
-RSS_KEY = "_cgraph_rss_mb"
 
 #: The worker name of a run without xdist.
 MAIN = "main"
@@ -72,11 +67,11 @@ def rss_mb(pid: int | str = "self") -> float:
         return round(peak / 2**20 if sys.platform == "darwin" else peak / 2**10, 1)
 
 
-def snapshot(stats: RunStats, children: list[int] | None = None) -> dict[str, Any]:
+def snapshot(stats: RunStats, children: list[int] | None = None) -> ItemMessage:
     """What one message about a running item carries: its statistics and the memory of
     the worker and of the ``children`` that check for it."""
     memory = rss_mb() + sum(rss_mb(child) for child in children or [])
-    return {"stats": stats.to_json(), "rss_mb": round(memory, 1)}
+    return ItemMessage(stats, round(memory, 1))
 
 
 def send_snapshot(item: pytest.Item, stats: RunStats, children: list[int] | None = None) -> None:
@@ -86,16 +81,16 @@ def send_snapshot(item: pytest.Item, stats: RunStats, children: list[int] | None
     without workers, straight to this process's :class:`LiveRun`.
     """
     config = item.config
-    payload = snapshot(stats, children)
+    message = snapshot(stats, children)
     if hasattr(config, "workerinput"):
         report = pytest.TestReport(item.nodeid, item.location, {}, "passed", None, "setup")
         # Travels to the controller with the report: pytest serialises its __dict__.
-        report.__dict__[SNAPSHOT_KEY] = payload
+        report.__dict__[SNAPSHOT_KEY] = message.pack()
         item.ihook.pytest_runtest_logreport(report=report)
         return
     live = config.stash.get(LIVE_KEY, None)
     if live is not None:
-        live.receive(item.nodeid, MAIN, payload["stats"], rss=payload["rss_mb"])
+        live.receive(item.nodeid, MAIN, message.stats, rss=message.rss_mb)
         show_status(config, live)
 
 
@@ -144,6 +139,8 @@ class LiveRun:
     #: Dead programs that arrived with no crashed item to report them (an earlier run's).
     dead_elsewhere: list[str] = field(default_factory=list)
     _stored: dict[tuple[str, str], ReproResult] = field(default_factory=dict)
+    #: What became of each failure's repro here, verified or not: what its text shows.
+    _latest: dict[tuple[str, str], ReproResult] = field(default_factory=dict)
     _seen: set[str] = field(default_factory=set)
     _last_write: float | None = None
     _last_sample: float | None = None
@@ -152,19 +149,17 @@ class LiveRun:
         self,
         nodeid: str,
         worker: str,
-        data: dict[str, Any],
+        stats: RunStats,
         *,
         rss: float | None = None,
         final: bool = False,
-    ) -> dict[str, Any]:
-        """Fold in an item's statistics so far (JSON), replacing what it sent before;
+    ) -> RunStats:
+        """Fold in an item's statistics so far, replacing what it sent before;
         ``final`` when the item has ended (the report is then rewritten at once).
 
         Every verified repro they carry is written (once); the statistics
-        come back with their failures' repro results as written, for the
-        report that carried them.
+        come back with their failures' repro results as written.
         """
-        stats = RunStats.from_json(data)
         stats.failures = [self.store(failure) for failure in stats.failures]
         self.items[nodeid] = stats
         self.worker_of[nodeid] = worker
@@ -172,7 +167,7 @@ class LiveRun:
         self._note_new_signatures(stats)
         self._sample()
         self.write(force=final)
-        return stats.to_json()
+        return stats
 
     def add_failure(self, nodeid: str, failure: Failure) -> Failure:
         """A failure that arrived on its own (a dead worker's program): written, counted
@@ -192,12 +187,23 @@ class LiveRun:
         key = (failure.signature, failure.case.source)
         if key not in self._stored:
             written = store_repro(failure, self.repro_dir)
+            if written.repro is not None:
+                self._latest[key] = written.repro
             if written.repro is None or not written.repro.verified:
                 # Nothing written (not verified here, or the write failed):
                 # a verified copy of the same program may still come.
                 return written
             self._stored[key] = written.repro
         return failure.with_repro(self._stored[key])
+
+    def as_stored(self, failure: Failure) -> Failure:
+        """``failure`` with its repro as this run stored it (unchanged if never stored)."""
+        repro = self._latest.get((failure.signature, failure.case.source))
+        return failure.with_repro(repro) if repro is not None else failure
+
+    def rendered(self, text: FailureText) -> str:
+        """A failure's text, rendered from its failures as stored: the repro files as written."""
+        return text.with_repros(self.as_stored).render()
 
     def total(self) -> RunStats:
         """Every item's latest statistics, merged."""

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from pytest_cgraph.checking.validation import non_negative_number, positive_int
-from pytest_cgraph.failures import Case, Failure, ReproResult, ReproStatus
+from pytest_cgraph.failures import Case, Failure, FailureText, ReproResult, ReproStatus
 from pytest_cgraph.oracle.errors import ConfigurationError, EquivalenceError
 from pytest_cgraph.plugin import session
 from pytest_cgraph.plugin.options import OPTIONS_KEY, CgraphOptions
@@ -251,9 +251,10 @@ def run_marked(item: pytest.Function, settings: MarkerSettings) -> None:
         notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", []))
         context = f"\n{error.context}" if error.context else ""
         assert failure.repro is not None
-        raise _failed(
-            f"{error.difference.describe(verbose)}{context}{notes}\ncgraph {failure.repro.line()}"
-        ) from None
+        text = FailureText.ending_in_repro_line(
+            f"{error.difference.describe(verbose)}{context}{notes}\ncgraph ", failure
+        )
+        raise text.attach(_failed(text.render())) from None
 
 
 def _wrap_hypothesis_inner(hypothesis: Any, run: MarkedRun) -> None:

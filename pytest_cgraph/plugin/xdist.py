@@ -19,7 +19,8 @@ class XdistHooks:
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         # A worker that finished sends the programs of dead workers it
         # found in its directory (see pytest_cgraph.plugin.crashes).
-        from pytest_cgraph.plugin.crashes import DEAD_KEY, receive_dead_programs
+        from pytest_cgraph.plugin.crashes import receive_dead_programs
+        from pytest_cgraph.plugin.wire import DEAD_KEY
 
         messages = getattr(node, "workeroutput", {}).get(DEAD_KEY)
         if messages:

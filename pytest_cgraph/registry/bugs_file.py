@@ -11,7 +11,6 @@ check it.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 from pytest_cgraph.errors import CgraphError
@@ -19,16 +18,13 @@ from pytest_cgraph.registry.entries import (
     BUGS_FILE,
     Bug,
     KnownBug,
+    TOMLDecodeError,
+    parse_toml,
     read_bugs,
     read_entry,
     version_order,
 )
 from pytest_cgraph.registry.severity import severity_of_entry, worst
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - the same parser, before it joined the standard library
-    import tomli as tomllib
 
 BUG_HEADER = "[[bug]]\n"
 
@@ -163,8 +159,8 @@ def set_checked(directory: Path, torch_version: str, results: dict[str, str]) ->
         written.append("".join(lines))
     text = preamble + "".join(BUG_HEADER + block for block in written)
     try:
-        tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:  # never write a file that does not read back
+        parse_toml(text)
+    except TOMLDecodeError as error:  # never write a file that does not read back
         raise ValueError(f"{path}: the checked tables would not parse: {error}") from error
     path.write_text(text)
 

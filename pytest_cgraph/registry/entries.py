@@ -75,6 +75,16 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - the same parser, before it joined the standard library
     import tomli as tomllib
 
+#: What a registry's TOML files raise when they do not parse.
+TOMLDecodeError = tomllib.TOMLDecodeError
+
+
+def parse_toml(text: str) -> dict[str, object]:
+    """A registry's TOML text as a table (standard library, or tomli before 3.11)."""
+    table: dict[str, object] = tomllib.loads(text)
+    return table
+
+
 #: Where the shipped baselines live, one directory per torch release.
 BASELINE_ROOT = Path(__file__).parent.parent / "known"
 

@@ -22,9 +22,6 @@ from pytest_cgraph.registry.severity import ORDER, Severity, severity_of, worst
 if TYPE_CHECKING:
     from pytest_cgraph.oracle.engine import CheckReport
 
-#: Key under which a report carries its item's statistics (Hypothesis does the same).
-REPORT_KEY = "_cgraph_stats"
-
 
 @dataclass(frozen=True)
 class KnownAs:

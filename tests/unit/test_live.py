@@ -8,11 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pytest_cgraph.checking.guard import InFlight, claim_stale_records, stale_records
-from pytest_cgraph.failures import Case, Failure, ReproResult, ReproStatus
+from pytest_cgraph.failures import Case, Failure, FailureText, ReproResult, ReproStatus, Shown
 from pytest_cgraph.hunting.hunt import Budget
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
 from pytest_cgraph.plugin.live import LiveRun
+from pytest_cgraph.plugin.wire import ItemMessage, WireMismatch
 from pytest_cgraph.registry.repro_files import MARKER_LINE
 from pytest_cgraph.reporting.stats import RunStats
 from pytest_cgraph.strategies.seeded_draws import without_local_constants
@@ -29,12 +32,13 @@ def verified(nodeid: str) -> Failure:
     return Failure(case, WRONG, repro)
 
 
-def stats_with(*failures: Failure, programs: int = 3) -> dict:
+def stats_with(*failures: Failure, programs: int = 3) -> RunStats:
+    """An item's statistics as the controller reads them from a worker's message."""
     stats = RunStats(programs=programs, drawn=programs, campaign=True)
     for failure in failures:
         stats.failures.append(failure)
         stats.count_hit(failure.signature)
-    return stats.to_json()
+    return ItemMessage.unpack(ItemMessage(stats).pack()).stats
 
 
 def test_a_verified_repro_is_written_once_and_the_report_rewritten_as_it_arrives(
@@ -45,13 +49,15 @@ def test_a_verified_repro_is_written_once_and_the_report_rewritten_as_it_arrives
     live.write(force=True)
     assert json.loads((tmp_path / "r.json").read_text())["programs"] == 0
     snapshot = live.receive("cgraph::views", "gw0", stats_with(verified("cgraph::views")), rss=9.5)
-    [sent] = snapshot["failures"]
-    assert sent["repro_result"]["status"] == "written" and sent["repro_result"]["text"] is None
+    [sent] = snapshot.failures
+    assert sent.repro is not None and sent.repro.status is ReproStatus.WRITTEN
+    assert sent.repro.text is None
     # The item's final report carries the same failure again: not written twice.
     final = live.receive(
         "cgraph::views", "gw0", stats_with(verified("cgraph::views"), programs=5), final=True
     )
-    assert final["failures"][0]["repro_result"]["status"] == "written"
+    assert final.failures[0].repro is not None
+    assert final.failures[0].repro.status is ReproStatus.WRITTEN
     assert [p.name for p in (tmp_path / "r").glob("*.py")] == ["value-output.py"]
     report = json.loads((tmp_path / "r.json").read_text())
     # The item's latest figures replace its earlier ones; nothing is counted twice.
@@ -120,3 +126,29 @@ def test_a_dead_program_stays_counted_when_its_item_reports_again(tmp_path: Path
     total = live.total()
     assert total.programs == 4 and [f.signature for f in total.failures] == ["value-output"]
     assert total.hits["value-output"] == 1
+
+
+def test_a_workers_failure_text_is_rendered_from_the_failure_as_written(tmp_path: Path) -> None:
+    live = LiveRun(tmp_path / "r", None, {}, 0.0)
+    failure = verified("cgraph::views")
+    sent = FailureText(("1 new failure signature(s) in views programs\n", Shown(failure)))
+    assert "verified; the run's controller writes it" in sent.render()
+    message = ItemMessage.unpack(ItemMessage(stats_with(failure), 1.0, sent).pack())
+    assert message.text == sent  # the record survives the wire whole
+    live.receive("cgraph::views", "gw0", message.stats, final=True)
+    shown = live.rendered(message.text)
+    assert shown.startswith("1 new failure signature(s) in views programs\n")
+    assert "repro (written): " in shown and "verified; the run" not in shown
+    # A failure this run never stored is shown as it was sent.
+    unstored = Failure(Case("def program():\n    return 1\n", "aot_eager", "cpu", 5), WRONG)
+    other = FailureText((Shown(unstored.with_repro(ReproResult(ReproStatus.FLAKY))),))
+    assert live.rendered(other) == other.render()
+
+
+def test_a_message_of_another_schema_is_refused_in_one_line() -> None:
+    packed = ItemMessage(RunStats()).pack()
+    with pytest.raises(
+        WireMismatch, match="install the same pytest-cgraph on every host"
+    ) as raised:
+        ItemMessage.unpack({**packed, "schema": 0})
+    assert "\n" not in str(raised.value)
