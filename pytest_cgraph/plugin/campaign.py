@@ -44,7 +44,6 @@ from pytest_cgraph.plugin.options import CgraphOptions
 
 if TYPE_CHECKING:
     from pytest_cgraph.checking.checkers import Checker
-    from pytest_cgraph.oracle.difference import Difference
 
 #: Seconds between progress lines of a running item (with ``-v``).
 PROGRESS_SECONDS = 15.0
@@ -136,7 +135,7 @@ class CampaignItem(CgraphItem):
                 found_in_run=(
                     session.found_in_run(self.config) if options.duration is not None else set()
                 ),
-                layer_of=_layer_of,
+                layer_of=session.first_diverging_layer,
                 budget=self.budget,
                 stats=stats,
                 strict=options.strict,
@@ -285,12 +284,6 @@ def write_progress(config: pytest.Config, line: str) -> None:
         if reporter is not None:
             reporter.ensure_newline()
             reporter.write_line(line)
-
-
-def _layer_of(case: Case, difference: Difference) -> str | None:
-    from pytest_cgraph.recording.repro import locate_layer
-
-    return locate_layer(case, difference)[0]
 
 
 def make_items(

@@ -24,12 +24,20 @@ from pytest_cgraph.plugin import session
 from pytest_cgraph.plugin.fixture import cgraph
 from pytest_cgraph.plugin.marker import MARKER, MARKER_HELP, MarkerSettings, run_marked
 from pytest_cgraph.plugin.options import OPTIONS_KEY, CgraphOptions, add_options, read_options
-from pytest_cgraph.plugin.wire import DEAD_KEY, REPORT_KEY, SNAPSHOT_KEY, ItemMessage
+from pytest_cgraph.plugin.wire import (
+    DEAD_KEY,
+    REPORT_KEY,
+    SNAPSHOT_KEY,
+    ItemMessage,
+    ending_the_run_on_mismatch,
+)
 from pytest_cgraph.registry.entries import cached_is_repro_file
 from pytest_cgraph.reporting.stats import RunStats, summary_lines
 
 if TYPE_CHECKING:
     from collections.abc import Generator
+
+    from pytest_cgraph.plugin.live import LiveRun
 
 SEED_KEY = pytest.StashKey[int]()
 STARTED_KEY = pytest.StashKey[float]()
@@ -347,11 +355,16 @@ class LiveReports:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        from pytest_cgraph.plugin.live import LIVE_KEY, show_status, worker_name
+        from pytest_cgraph.plugin.live import LIVE_KEY
 
         live = self.config.stash.get(LIVE_KEY, None)
-        if live is None:
-            return
+        if live is not None:
+            with ending_the_run_on_mismatch():
+                self._receive(live, report)
+
+    def _receive(self, live: LiveRun, report: pytest.TestReport) -> None:
+        from pytest_cgraph.plugin.live import show_status, worker_name
+
         worker = worker_name(report)
         snapshot = report.__dict__.pop(SNAPSHOT_KEY, None)
         if snapshot is not None:

@@ -19,7 +19,15 @@ from typing import Any
 import pytest
 
 from pytest_cgraph.checking.validation import non_negative_number, positive_int
-from pytest_cgraph.failures import Case, Failure, FailureText, ReproResult, ReproStatus
+from pytest_cgraph.failures import (
+    Case,
+    Failure,
+    FailureText,
+    Outcome,
+    ReproResult,
+    ReproStatus,
+    Verdict,
+)
 from pytest_cgraph.oracle.errors import ConfigurationError, EquivalenceError
 from pytest_cgraph.plugin import session
 from pytest_cgraph.plugin.options import OPTIONS_KEY, CgraphOptions
@@ -250,11 +258,25 @@ def run_marked(item: pytest.Function, settings: MarkerSettings) -> None:
         verbose = item.config.get_verbosity() > 0
         notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", []))
         context = f"\n{error.context}" if error.context else ""
+        known = _known_torch_bug(item.config, failure)
         assert failure.repro is not None
         text = FailureText.ending_in_repro_line(
-            f"{error.difference.describe(verbose)}{context}{notes}\ncgraph ", failure
+            f"{error.difference.describe(verbose)}{context}{notes}\n{known}cgraph ", failure
         )
         raise text.attach(_failed(text.render())) from None
+
+
+def _known_torch_bug(config: pytest.Config, failure: Failure) -> str:
+    """A line naming the known torch bug this failure is (the session's one judge says
+    so, by the registries' bugs files), or nothing: the test fails either way, and its
+    reader learns whether the bug is torch's and already on file."""
+    if not failure.case.source:
+        return ""  # not written inline: no program to judge
+    judgement = session.judge(config)(failure.case, Outcome(Verdict.FAIL, failure.difference))
+    known = judgement.known
+    if known is None or known.bug is None:
+        return ""
+    return f"cgraph: a known torch bug, {known.bug} ({known.path.parent.name}/{known.path.name})\n"
 
 
 def _wrap_hypothesis_inner(hypothesis: Any, run: MarkedRun) -> None:

@@ -19,7 +19,10 @@ from pytest_cgraph.reporting.stats import RunStats
 
 if TYPE_CHECKING:
     from pytest_cgraph.checking.checkers import IsolatedChecker
+    from pytest_cgraph.failures import Case
     from pytest_cgraph.hunting.findings import FoundSignatures
+    from pytest_cgraph.oracle.difference import Difference
+    from pytest_cgraph.registry.judge import Judge
 
 #: An item's statistics, carried to the controller in its report.
 STATS_KEY = pytest.StashKey[RunStats]()
@@ -126,6 +129,28 @@ def registry(config: pytest.Config) -> Registry:
             registry = registry.joined(KnownBug.from_json(entry) for entry in sent)
         config.stash[_REGISTRY_KEY] = registry
     return config.stash[_REGISTRY_KEY]
+
+
+_JUDGE_KEY = pytest.StashKey["Judge"]()
+
+
+def judge(config: pytest.Config) -> Judge:
+    """The session's one judge of checked programs: the session's registries, the run's
+    options; campaign items add the run's own findings to theirs."""
+    if _JUDGE_KEY not in config.stash:
+        from pytest_cgraph.registry.judge import Judge
+
+        config.stash[_JUDGE_KEY] = Judge(
+            registry(config), first_diverging_layer, config.stash[OPTIONS_KEY].strict
+        )
+    return config.stash[_JUDGE_KEY]
+
+
+def first_diverging_layer(case: Case, difference: Difference) -> str | None:
+    """The first layer of the ladder that shows ``difference`` (replays ``case`` up it)."""
+    from pytest_cgraph.recording.repro import locate_layer
+
+    return locate_layer(case, difference)[0]
 
 
 #: The ``workerinput`` key of the entries the controller sends (:func:`shared_entries`).

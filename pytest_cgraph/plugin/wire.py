@@ -13,8 +13,12 @@ never read half-way.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+
+import pytest
 
 from pytest_cgraph.errors import CgraphError
 from pytest_cgraph.failures import FailureText
@@ -86,3 +90,13 @@ def _check_schema(data: dict[str, Any]) -> None:
             f"an xdist worker sent pytest-cgraph message schema {schema}, this controller "
             f"reads {SCHEMA}: install the same pytest-cgraph on every host of the run"
         )
+
+
+@contextmanager
+def ending_the_run_on_mismatch() -> Iterator[None]:
+    """Receive messages; one of another schema ends the run with its one line (a usage
+    error, as a wrong option would), never with a traceback from inside a hook."""
+    try:
+        yield
+    except WireMismatch as error:
+        pytest.exit(str(error), returncode=pytest.ExitCode.USAGE_ERROR)

@@ -20,11 +20,12 @@ class XdistHooks:
         # A worker that finished sends the programs of dead workers it
         # found in its directory (see pytest_cgraph.plugin.crashes).
         from pytest_cgraph.plugin.crashes import receive_dead_programs
-        from pytest_cgraph.plugin.wire import DEAD_KEY
+        from pytest_cgraph.plugin.wire import DEAD_KEY, ending_the_run_on_mismatch
 
         messages = getattr(node, "workeroutput", {}).get(DEAD_KEY)
         if messages:
-            receive_dead_programs(self.config, messages)
+            with ending_the_run_on_mismatch():
+                receive_dead_programs(self.config, messages)
 
     def __init__(self, config: pytest.Config, seed: int) -> None:
         self.config = config

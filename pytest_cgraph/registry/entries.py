@@ -398,13 +398,31 @@ def program_ops(source: str) -> frozenset[str]:
         for node in tree.body
         if isinstance(node, ast.FunctionDef) and (node.name == "program" or node.name in stages)
     ]
+    # A plain function of the source's own that the program calls (a marked
+    # test written inline is one) does the program's work: its calls are the
+    # program's. The generator's templates and decorated definitions (custom
+    # ops) stay calls of their own name, as campaigns draw them.
+    helpers = {
+        node.name: node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and not node.decorator_list
+        and node.name not in ("program", "inputs", "advance", *stages)
+        and node.name not in template_functions()
+    }
     modules = _argument_classes(tree)
     ops = set()
-    for program in programs:
+    followed: set[str] = set()
+    while programs:
+        program = programs.pop()
         for node in ast.walk(program):
             if isinstance(node, ast.Call):
                 if isinstance(node.func, ast.Attribute):
                     ops.add(node.func.attr)
+                elif isinstance(node.func, ast.Name) and node.func.id in helpers:
+                    if node.func.id not in followed:
+                        followed.add(node.func.id)
+                        programs.append(helpers[node.func.id])
                 elif isinstance(node.func, ast.Name) and node.func.id in modules:
                     ops.add(modules[node.func.id])
                 elif isinstance(node.func, ast.Name) and node.func.id not in _BUILTIN_CALLS:
@@ -429,6 +447,17 @@ def program_ops(source: str) -> frozenset[str]:
     # Compiling in stages splits the graph where the program says so, which
     # is a cause of its own: the pseudo-op says the program was staged.
     return frozenset((ops - stages) | ({STAGED} if stages else set()))
+
+
+@functools.cache
+def template_functions() -> frozenset[str]:
+    """The module-level functions the generator's templates define (``checkpointed_sin``):
+    a call of one is an op of its own name, whatever it does inside."""
+    from pytest_cgraph.strategies.templates import TEMPLATES
+
+    return frozenset(
+        name for text in TEMPLATES.values() for name in re.findall(r"^def (\w+)", text, re.M)
+    )
 
 
 def _argument_classes(tree: ast.Module) -> dict[str, str]:

@@ -229,3 +229,39 @@ def test_a_module_argument_is_rebuilt_in_its_repro(pytester: pytest.Pytester) ->
     assert python.ret == 1 and "REPRODUCED" in python.stdout.str(), python.stdout.str()
     fixed = pytester.run(sys.executable, str(repro), "--backend", "aot_eager")
     assert fixed.ret == 0, fixed.stdout.str()
+
+
+KNOWN_TORCH_BUG = """
+import pytest
+import torch
+
+
+@pytest.fixture
+def grid():
+    return torch.ones(3, 2)
+
+
+@pytest.mark.cgraph_equivalent(backend="aot_eager")
+def test_foreach_over_a_tensor_and_its_row(grid):
+    torch._foreach_mul_([grid, grid[0]], 2.0)
+    return grid * 1
+
+
+@pytest.mark.cgraph_equivalent(backend="aot_eager", iters=2)
+def test_plain_difference(grid):
+    return grid * 1
+"""
+
+
+def test_a_marked_test_that_meets_a_known_torch_bug_names_it(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(KNOWN_TORCH_BUG)
+    result = pytester.runpytest(*CHECKED_WITHOUT_CAMPAIGN)
+    # It fails (the compiler differs from eager), and says whose bug it is and where it is filed.
+    result.assert_outcomes(failed=1, passed=1, deselected=1)
+    result.stdout.fnmatch_lines(
+        [
+            "value difference at iteration 1, output #0",
+            "cgraph: a known torch bug, foreach-duplicate-tensor (torch-2.13/value-output-*.toml)",
+            "cgraph repro (written): *",
+        ]
+    )

@@ -306,3 +306,38 @@ def test_a_bug_another_worker_found_is_passed_over_not_shrunk_again(tmp_path: Pa
     assert "mutation-argument" not in {f["signature"] for f in report["failures"]}
     # The directory lives as long as the run.
     assert not Path((tmp_path / "shared.txt").read_text()).exists()
+
+
+@pytest.mark.deep
+def test_a_worker_of_another_message_schema_ends_the_run_in_one_line(
+    pytester: pytest.Pytester,
+) -> None:
+    # The worker speaks another schema (as another pytest-cgraph version would).
+    pytester.makeconftest(
+        """
+        def pytest_configure(config):
+            if hasattr(config, "workerinput"):
+                import pytest_cgraph.plugin.wire as wire
+                wire.SCHEMA = 99
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "--cgraph",
+        "-n",
+        "1",
+        "-p",
+        "no:cacheprovider",
+        "--cgraph-backend=aot_eager",
+        "--cgraph-families=views",
+        "--cgraph-examples=2",
+        "--cgraph-seed=5",
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(
+        [
+            "*an xdist worker sent pytest-cgraph message schema 99, this controller reads 1: "
+            "install the same pytest-cgraph on every host of the run*"
+        ]
+    )
+    # One line: no traceback of the plugin's (xdist may still note the worker it stopped).
+    assert "Traceback" not in result.stdout.str() and "WireMismatch" not in result.stderr.str()

@@ -106,3 +106,25 @@ def test_a_backward_import_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert backward_imports() == [
         "pytest_cgraph.registry.entries (registry) imports pytest_cgraph.hunting.hunt (hunting)"
     ]
+
+
+def test_the_public_surface_is_where_users_import_it() -> None:
+    import pytest_cgraph
+    from pytest_cgraph.checking import runner
+
+    assert set(pytest_cgraph.__all__) == {
+        "CgraphError",
+        "CheckReport",
+        "ConfigurationError",
+        "EquivalenceError",
+        "InvalidProgram",
+        "check_equivalent",
+        "check_source",
+    }
+    assert pytest_cgraph.check_source is runner.check_source
+    # The commands keep their names: each forwards to its stage's main.
+    from pytest_cgraph import backends, plain, record, report
+    from pytest_cgraph.recording import plain as plain_stage
+
+    assert plain.make_plain is plain_stage.make_plain
+    assert all(callable(command.main) for command in (backends, plain, record, report))

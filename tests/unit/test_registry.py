@@ -123,7 +123,7 @@ def test_entries_are_read_from_headers_and_foreign_files_are_skipped(tmp_path: P
     assert [e.path.name for e in Registry.load([tmp_path]).entries()] == ["a.py"]
 
 
-def test_a_program_s_ops_are_its_calls_inside_program_only() -> None:
+def test_a_program_s_ops_are_its_calls_and_those_of_its_own_plain_functions() -> None:
     source = (
         "import torch\n\n"
         "def helper(x):\n    return x.cos()\n\n"
@@ -131,7 +131,7 @@ def test_a_program_s_ops_are_its_calls_inside_program_only() -> None:
         "    for _ in range(2):\n        a0 = torch.nn.functional.dropout(a0).add_(a1)\n"
         "    return (helper(a0), len(a1))\n"
     )
-    assert program_ops(source) == frozenset({"dropout", "add_", "helper"})
+    assert program_ops(source) == frozenset({"dropout", "add_", "cos"})
     assert program_ops("def program(:\n") == frozenset()
     # A bound on a size is Python's, not an op (x.min() is one).
     bounded = "def program(a0):\n    a0.resize_(min(4, a0.numel()))\n    return (a0.min(),)\n"
@@ -354,3 +354,21 @@ def test_a_bugs_file_is_no_entry_and_a_broken_one_is_an_error(tmp_path: Path) ->
     with pytest.raises(ValueError, match="not a bugs file"):
         read_bugs(tmp_path)
     assert read_bugs(tmp_path / "missing") == []
+
+
+def test_a_plain_function_the_program_calls_lends_it_its_calls() -> None:
+    from pytest_cgraph.registry.entries import program_ops
+
+    inlined = (
+        "import torch\n\n\n"
+        "def _test_step(grid):\n"
+        "    torch._foreach_mul_([grid, grid[0]], 2.0)\n    return grid * 1\n\n\n"
+        "def program(grid):\n    return _test_step(grid=grid)\n"
+    )
+    assert program_ops(inlined) == {"_foreach_mul_", "[i]"}
+    # The generator's templates stay calls of their own name, as campaigns draw them.
+    template = (
+        "def checkpointed_sin(t):\n    return torch.utils.checkpoint.checkpoint(torch.sin, t)\n\n\n"
+        "def program(a0):\n    return (checkpointed_sin(a0),)\n"
+    )
+    assert program_ops(template) == {"checkpointed_sin"}

@@ -1,0 +1,75 @@
+"""The rediscovery corpus's verifier: every script gives its recorded status, or it says so."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import rediscovery
+
+BUG = """
+[[bug]]
+issue = {issue}
+title = "a bug"
+area = "input-mutation"
+backend = "aot_eager"
+symptom = "silent"
+script = "scripts/gh{issue}.py"
+status = "{status}"
+note = ""
+"""
+
+
+def corpus(tmp_path: Path, *bugs: tuple[int, str, int]) -> Path:
+    """A corpus of ``(issue, status, exit code of its script)``."""
+    (tmp_path / "scripts").mkdir()
+    text = ""
+    for issue, status, code in bugs:
+        (tmp_path / "scripts" / f"gh{issue}.py").write_text(f"import sys\nsys.exit({code})\n")
+        text += BUG.format(issue=issue, status=status)
+    (tmp_path / "area.toml").write_text(text)
+    return tmp_path
+
+
+def test_every_script_giving_its_status_verifies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = corpus(tmp_path, (2, "reproduces", 1), (1, "fixed", 0))
+    assert [bug.issue for bug in rediscovery.load(root)] == [1, 2]
+    assert rediscovery.main(["verify", "--corpus", str(root), "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "2 as recorded, 0 differ" in out and "reproducing, by area: input-mutation 1" in out
+
+
+def test_a_script_that_no_longer_gives_its_status_fails_verify(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = corpus(tmp_path, (3, "reproduces", 0))
+    assert rediscovery.main(["verify", "--corpus", str(root)]) == 1
+    assert "#3       input-mutation    aot_eager silent   reproduces     DIFFERS (exit 0)" in (
+        capsys.readouterr().out
+    )
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda text: text.replace('area = "input-mutation"', 'area = "elsewhere"'), "area"),
+        (lambda text: text.replace('note = ""', 'note = ""\nseverity = "high"'), "unknown key"),
+        (lambda text: text + text, "#4 is already in"),
+        (lambda text: text.replace("gh4.py", "gone.py"), "no script"),
+    ],
+)
+def test_a_bad_corpus_file_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: object, said: str
+) -> None:
+    root = corpus(tmp_path, (4, "reproduces", 1))
+    toml = root / "area.toml"
+    toml.write_text(edit(toml.read_text()))  # type: ignore[operator]
+    assert rediscovery.main(["verify", "--corpus", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {toml}: bug ") and said in err and err.count("\n") == 1
