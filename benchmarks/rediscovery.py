@@ -48,6 +48,9 @@ AREAS = (
 STATUSES = ("reproduces", "fixed", "cuda-only", "not-reproduced")
 SYMPTOMS = ("silent", "crash", "metadata")
 KEYS = {"issue", "title", "area", "backend", "symptom", "script", "status", "note"}
+#: Keys a bug may have: ``duplicate_of``, the issue upstream closed it as a duplicate of
+#: (the same mechanism met through another API): counted once.
+OPTIONAL_KEYS = {"duplicate_of"}
 
 
 class CorpusError(ValueError):
@@ -63,10 +66,12 @@ class CorpusBug:
     area: str
     backend: str
     symptom: str
-    script: Path
+    #: ``None``: none could be written here (a CUDA-only bug, a model not in the issue).
+    script: Path | None
     status: str
     note: str
     source: Path
+    duplicate_of: int | None = None
 
     @property
     def expected_exit(self) -> int:
@@ -97,17 +102,23 @@ def _bug(table: dict[str, object], source: Path, number: int, corpus: Path) -> C
     missing = sorted(KEYS - table.keys())
     if missing:
         raise CorpusError(f"{where}: missing {', '.join(missing)}")
-    extra = sorted(table.keys() - KEYS)
+    extra = sorted(table.keys() - KEYS - OPTIONAL_KEYS)
     if extra:
-        raise CorpusError(f"{where}: unknown key(s) {', '.join(extra)}; allowed: {sorted(KEYS)}")
+        allowed = sorted(KEYS | OPTIONAL_KEYS)
+        raise CorpusError(f"{where}: unknown key(s) {', '.join(extra)}; allowed: {allowed}")
+    duplicate_of = table.get("duplicate_of")
+    if duplicate_of is not None and not isinstance(duplicate_of, int):
+        raise CorpusError(f"{where}: duplicate_of must be an issue number, not {duplicate_of!r}")
     for key, allowed in (("area", AREAS), ("status", STATUSES), ("symptom", SYMPTOMS)):
         if table[key] not in allowed:
             raise CorpusError(f"{where}: {key} {table[key]!r}; one of {', '.join(allowed)}")
     issue = table["issue"]
     if not isinstance(issue, int) or issue <= 0:
         raise CorpusError(f"{where}: issue must be a PyTorch issue number, not {issue!r}")
-    script = corpus / str(table["script"])
-    if not script.is_file():
+    script: Path | None = corpus / str(table["script"]) if table["script"] else None
+    if script is None and table["status"] == "reproduces":
+        raise CorpusError(f"{where}: a bug that reproduces needs its script")
+    if script is not None and not script.is_file():
         raise CorpusError(f"{where}: no script {script}")
     return CorpusBug(
         issue=issue,
@@ -119,6 +130,7 @@ def _bug(table: dict[str, object], source: Path, number: int, corpus: Path) -> C
         status=str(table["status"]),
         note=str(table["note"]),
         source=source,
+        duplicate_of=duplicate_of,
     )
 
 
@@ -139,6 +151,8 @@ class Replay:
 def replay(bug: CorpusBug, timeout: float) -> Replay:
     """Run ``bug``'s script in a fresh process (a bug's state never leaks into the next)."""
     started = time.perf_counter()
+    if bug.script is None:
+        return Replay(bug, bug.expected_exit, 0.0, "no script: not replayed")
     try:
         done = subprocess.run(
             [sys.executable, str(bug.script)],
@@ -166,22 +180,31 @@ def summary(replays: list[Replay]) -> list[str]:
     lines = [f"torch {torch.__version__}: {len(replays)} corpus bugs replayed"]
     for run in replays:
         bug = run.bug
-        verdict = "as recorded" if run.holds else f"DIFFERS (exit {run.exit_code})"
+        if bug.script is None:
+            verdict = "no script"
+        else:
+            verdict = "as recorded" if run.holds else f"DIFFERS (exit {run.exit_code})"
         lines.append(
             f"#{bug.issue:<7} {bug.area:<17} {bug.backend:<9} {bug.symptom:<8} "
             f"{bug.status:<14} {verdict:<20} {run.seconds:5.1f} s  {bug.title}"
         )
         if not run.holds:
             lines.append(f"         last line: {run.tail}")
-    by_area = Counter(run.bug.area for run in replays if run.bug.status == "reproduces")
+    reproducing = [run.bug for run in replays if run.bug.status == "reproduces"]
+    by_area = Counter(bug.area for bug in reproducing)
+    distinct = sum(bug.duplicate_of is None for bug in reproducing)
     lines.append(
-        "reproducing, by area: "
+        f"reproducing: {len(reproducing)} ({distinct} distinct), by area: "
         + ", ".join(f"{area} {by_area[area]}" for area in AREAS if by_area[area])
     )
     by_status = Counter(run.bug.status for run in replays)
     lines.append("by status: " + ", ".join(f"{s} {by_status[s]}" for s in STATUSES if by_status[s]))
     differs = sum(not run.holds for run in replays)
-    lines.append(f"{len(replays) - differs} as recorded, {differs} differ")
+    unscripted = sum(run.bug.script is None for run in replays)
+    lines.append(
+        f"{len(replays) - differs - unscripted} as recorded, {differs} differ, "
+        f"{unscripted} without a script"
+    )
     return lines
 
 

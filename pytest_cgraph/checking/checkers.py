@@ -35,7 +35,20 @@ if TYPE_CHECKING:
     from pytest_cgraph.checking.guard import InFlight
 
 #: Imported by the forkserver once, before any child is forked from it.
-_PRELOAD = ["torch", "pytest_cgraph.checking.runner"]
+#: What every check imports, loaded before the first check's time limit starts: a
+#: limit that fires inside an import leaves torch half-imported (Inductor's
+#: templates then register twice: "duplicate template name"), and every later
+#: check of the process fails. The engine resets CUDA-graph trees before each
+#: program, which imports Inductor's compile stack: a second or more on a busy
+#: machine, past a 1 s limit.
+_PRELOAD = ["torch", "torch._inductor.cudagraph_trees", "pytest_cgraph.checking.runner"]
+
+
+def import_before_the_clock() -> None:
+    """Import :data:`_PRELOAD` now (free once done), outside any time limit."""
+    for module in _PRELOAD:
+        importlib.import_module(module)
+
 
 #: Programs one child checks before it is replaced by a fresh one. torch
 #: keeps ~0.1 MB of host memory per compile even after ``torch._dynamo.reset()``
@@ -86,6 +99,7 @@ class InProcessChecker:
         """Check ``case``; a hang becomes a ``TIMEOUT`` outcome."""
         from pytest_cgraph.checking.guard import ProgramTimeout, time_limit
 
+        import_before_the_clock()
         if self.inflight is not None:
             self.inflight.start(case)
         try:

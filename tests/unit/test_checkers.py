@@ -98,3 +98,35 @@ def test_a_program_that_kills_eager_itself_is_invalid_not_a_difference() -> None
         isolated.close()
     assert outcome.verdict is Verdict.INVALID and outcome.difference is None
     assert outcome.reason == "eager itself was killed by SIGSEGV in read_zero (torch/_read_zero.py)"
+
+
+def test_the_compile_stack_is_imported_before_a_time_limit_starts() -> None:
+    # In a fresh process: a limit that fires inside torch's first import of Inductor
+    # leaves it half-imported, and every later check of the process fails.
+    import subprocess
+    import sys
+    import textwrap
+
+    child = textwrap.dedent(
+        """
+        import contextlib, sys
+        from pytest_cgraph.checking import checkers, guard
+        from pytest_cgraph.failures import Case
+
+        seen = []
+
+        @contextlib.contextmanager
+        def watched(seconds):
+            seen.append("torch._inductor.cudagraph_trees" in sys.modules)
+            yield
+
+        guard.time_limit = watched
+        source = "import torch\\n\\ndef program(a0):\\n    return (a0 + 1,)\\n\\n" + (
+            "def inputs(k):\\n    return (torch.ones(2),)\\n"
+        )
+        outcome = checkers.InProcessChecker(None, 1.0).check(Case(source, "eager", "cpu", 2))
+        print(outcome.verdict, seen)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n")[-2] == "pass [True]", done.stdout + done.stderr

@@ -42,7 +42,8 @@ def test_every_script_giving_its_status_verifies(
     assert [bug.issue for bug in rediscovery.load(root)] == [1, 2]
     assert rediscovery.main(["verify", "--corpus", str(root), "--workers", "1"]) == 0
     out = capsys.readouterr().out
-    assert "2 as recorded, 0 differ" in out and "reproducing, by area: input-mutation 1" in out
+    assert "2 as recorded, 0 differ, 0 without a script" in out
+    assert "reproducing: 1 (1 distinct), by area: input-mutation 1" in out
 
 
 def test_a_script_that_no_longer_gives_its_status_fails_verify(
@@ -62,6 +63,8 @@ def test_a_script_that_no_longer_gives_its_status_fails_verify(
         (lambda text: text.replace('note = ""', 'note = ""\nseverity = "high"'), "unknown key"),
         (lambda text: text + text, "#4 is already in"),
         (lambda text: text.replace("gh4.py", "gone.py"), "no script"),
+        (lambda text: text.replace('"scripts/gh4.py"', '""'), "needs its script"),
+        (lambda text: text + "duplicate_of = 'x'\n", "duplicate_of must be an issue number"),
     ],
 )
 def test_a_bad_corpus_file_is_one_line(
