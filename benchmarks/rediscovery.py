@@ -1,6 +1,7 @@
 """The rediscovery corpus: PyTorch's own bugs, each a plain torch script, replayed here.
 
     python benchmarks/rediscovery.py verify [--workers 2] [--timeout 300] [--area AREA]
+    python benchmarks/rediscovery.py reach REPORT.json [REPORT.json ...]
 
 The corpus (``benchmarks/rediscovery/*.toml``, scripts under ``scripts/``)
 holds bugs reported on PyTorch's tracker in this project's area, each written
@@ -12,13 +13,21 @@ corpus was recorded on: ``reproduces``, or why not (``fixed``, ``cuda-only``,
 ``verify`` replays every script on the running torch and prints, per bug,
 whether it still gives its recorded status, then the counts by area. It
 exits 1 when any disagrees: the corpus must be re-triaged on this torch
-before its rates mean anything. Matching what campaigns find against the
-corpus comes on top of this (issue-level reach: one bug, whatever op met it).
+before its rates mean anything.
+
+``reach`` reads the JSON reports of campaigns (``--cgraph-report``, run with
+the shipped baseline on) and says which corpus bugs they met. A corpus bug
+is met by bug, not by signature: its ``known_as`` lists the baseline bugs
+(``bugs.toml`` ids) that are its mechanism, confirmed by reading both, and
+a campaign that reports a known hit of one of them has met it, whatever op
+it went through. Corpus bugs with no such mapping are listed apart, for
+triage against the reports' new findings.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -27,6 +36,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -50,7 +60,7 @@ SYMPTOMS = ("silent", "crash", "metadata")
 KEYS = {"issue", "title", "area", "backend", "symptom", "script", "status", "note"}
 #: Keys a bug may have: ``duplicate_of``, the issue upstream closed it as a duplicate of
 #: (the same mechanism met through another API): counted once.
-OPTIONAL_KEYS = {"duplicate_of"}
+OPTIONAL_KEYS = {"duplicate_of", "known_as"}
 
 
 class CorpusError(ValueError):
@@ -72,6 +82,8 @@ class CorpusBug:
     note: str
     source: Path
     duplicate_of: int | None = None
+    #: The baseline bugs (``bugs.toml`` ids) that are this bug's mechanism.
+    known_as: tuple[str, ...] = ()
 
     @property
     def expected_exit(self) -> int:
@@ -104,11 +116,14 @@ def _bug(table: dict[str, object], source: Path, number: int, corpus: Path) -> C
         raise CorpusError(f"{where}: missing {', '.join(missing)}")
     extra = sorted(table.keys() - KEYS - OPTIONAL_KEYS)
     if extra:
-        allowed = sorted(KEYS | OPTIONAL_KEYS)
-        raise CorpusError(f"{where}: unknown key(s) {', '.join(extra)}; allowed: {allowed}")
+        keys = ", ".join(sorted(KEYS | OPTIONAL_KEYS))
+        raise CorpusError(f"{where}: unknown key(s) {', '.join(extra)}; the keys: {keys}")
     duplicate_of = table.get("duplicate_of")
     if duplicate_of is not None and not isinstance(duplicate_of, int):
         raise CorpusError(f"{where}: duplicate_of must be an issue number, not {duplicate_of!r}")
+    known_as = table.get("known_as", [])
+    if not isinstance(known_as, list) or not all(isinstance(bug, str) for bug in known_as):
+        raise CorpusError(f"{where}: known_as must be a list of baseline bug ids, not {known_as!r}")
     for key, allowed in (("area", AREAS), ("status", STATUSES), ("symptom", SYMPTOMS)):
         if table[key] not in allowed:
             raise CorpusError(f"{where}: {key} {table[key]!r}; one of {', '.join(allowed)}")
@@ -131,6 +146,7 @@ def _bug(table: dict[str, object], source: Path, number: int, corpus: Path) -> C
         note=str(table["note"]),
         source=source,
         duplicate_of=duplicate_of,
+        known_as=tuple(known_as),
     )
 
 
@@ -208,6 +224,65 @@ def summary(replays: list[Replay]) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True)
+class Meeting:
+    """A campaign's first known hit of a corpus bug: which report, backend and when."""
+
+    report: Path
+    backend: str
+    seconds: float | None
+    signature: str
+
+
+def meetings(bug: CorpusBug, reports: list[tuple[Path, dict[str, Any]]]) -> list[Meeting]:
+    """Every report's first hit of one of ``bug``'s baseline bugs (by their known entries)."""
+    found = []
+    for path, data in reports:
+        firsts: dict[str, float] = {}
+        for entry in data.get("timeline") or []:
+            firsts.setdefault(entry.get("signature"), entry.get("seconds"))
+        hits = [
+            entry
+            for entry in data.get("known") or []
+            if entry.get("bug") in bug.known_as and entry.get("hits", 0) > 0
+        ]
+        if hits:
+            first = min(hits, key=lambda entry: firsts.get(entry["signature"]) or float("inf"))
+            seconds = firsts.get(first["signature"])
+            found.append(Meeting(path, str(data.get("backend")), seconds, first["signature"]))
+    return found
+
+
+def reach(bugs: list[CorpusBug], paths: list[Path]) -> list[str]:
+    """Which reproducing corpus bugs the campaigns of ``paths`` met, and the rates."""
+    reports = [(path, json.loads(path.read_text())) for path in paths]
+    distinct = [bug for bug in bugs if bug.status == "reproduces" and bug.duplicate_of is None]
+    mapped = [bug for bug in distinct if bug.known_as]
+    lines = []
+    met = 0
+    for bug in mapped:
+        found = meetings(bug, reports)
+        met += bool(found)
+        where = (
+            ", ".join(
+                f"{m.backend} {m.seconds:.0f} s" if m.seconds is not None else m.backend
+                for m in found
+            )
+            or "not met"
+        )
+        lines.append(f"#{bug.issue:<7} {'/'.join(bug.known_as):<32} {where}")
+    backends = sorted({str(data.get("backend")) for _, data in reports})
+    lines.append(
+        f"met {met} of {len(mapped)} corpus bugs mapped to a known bug, by "
+        f"{len(reports)} report(s) ({', '.join(backends)}); "
+        f"{len(distinct) - len(mapped)} of the {len(distinct)} distinct reproducing bugs "
+        "have no mapping yet: triage them against the reports' new findings"
+    )
+    new = sum(len(data.get("failures") or []) for _, data in reports)
+    lines.append(f"new findings in the reports, for that triage: {new}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -216,12 +291,23 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--timeout", type=float, default=300.0)
     check.add_argument("--area", choices=AREAS, help="only this area's bugs")
     check.add_argument("--corpus", type=Path, default=CORPUS, help=argparse.SUPPRESS)
+    met = commands.add_parser("reach", help="the corpus bugs campaigns' JSON reports met")
+    met.add_argument("reports", nargs="+", type=Path, metavar="REPORT.json")
+    met.add_argument("--corpus", type=Path, default=CORPUS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:
         bugs = load(args.corpus)
     except CorpusError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if args.command == "reach":
+        try:
+            lines = reach(bugs, args.reports)
+        except (OSError, ValueError) as error:
+            print(f"error: a report cannot be read: {error}", file=sys.stderr)
+            return 2
+        print("\n".join(lines))
+        return 0
     if args.area:
         bugs = [bug for bug in bugs if bug.area == args.area]
     replays = verify(bugs, args.workers, args.timeout)

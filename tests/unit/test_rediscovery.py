@@ -76,3 +76,42 @@ def test_a_bad_corpus_file_is_one_line(
     assert rediscovery.main(["verify", "--corpus", str(root)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {toml}: bug ") and said in err and err.count("\n") == 1
+
+
+def test_reach_counts_a_corpus_bug_met_through_its_known_bug(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    root = corpus(tmp_path, (5, "reproduces", 1), (6, "reproduces", 1), (7, "reproduces", 1))
+    toml = root / "area.toml"
+    text = toml.read_text().replace(
+        'script = "scripts/gh5.py"\nstatus = "reproduces"\n',
+        'script = "scripts/gh5.py"\nstatus = "reproduces"\nknown_as = ["expand-write-summed"]\n',
+    )
+    toml.write_text(
+        text.replace(
+            'script = "scripts/gh6.py"\nstatus = "reproduces"\n',
+            'script = "scripts/gh6.py"\nstatus = "reproduces"\nknown_as = ["resize-view"]\n',
+        )
+    )
+    report = tmp_path / "r.json"
+    report.write_text(
+        json.dumps(
+            {
+                "backend": "aot_eager",
+                "timeline": [{"seconds": 12.5, "signature": "mutation-argument", "new": False}],
+                "known": [
+                    {"signature": "mutation-argument", "bug": "expand-write-summed", "hits": 3}
+                ],
+                "failures": [{"signature": "value-output"}],
+            }
+        )
+    )
+    assert rediscovery.main(["reach", str(report), "--corpus", str(root)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["#5", "expand-write-summed", "aot_eager", "12", "s"]
+    assert out[1].split()[-2:] == ["not", "met"]
+    assert out[2].startswith("met 1 of 2 corpus bugs mapped to a known bug, by 1 report(s)")
+    assert "1 of the 3 distinct reproducing bugs have no mapping yet" in out[2]
+    assert out[3] == "new findings in the reports, for that triage: 1"
