@@ -8,9 +8,13 @@ them alike.
 record of :mod:`pytest_cgraph.checking.guard` contain what they can, and under
 pytest-xdist the controller survives a worker's death.
 
-``IsolatedChecker`` (``--cgraph-isolate``) is for runs without xdist: a
-child is forked from a forkserver that has imported torch
-once, so a new child costs a fork, not an ``import torch``. The child checks
+``IsolatedChecker`` (``--cgraph-isolate``, and every time-boxed hunt) runs
+the checks in a child. For a CPU program the child is forked from a
+forkserver that has imported torch once, so a new child costs a fork, not
+an ``import torch``. A CUDA program's child is spawned instead: importing
+torch's compile stack asks CUDA for its device count, after which torch
+refuses CUDA in any forked child ("Cannot re-initialize CUDA in forked
+subprocess"; an H100 run lost every campaign program to it). The child checks
 programs sent to it until one kills it (segfault, abort, ``os._exit``) or
 outlives the time limit, when it is killed; either way the program becomes
 a failure of this process (an invalid program, if eager's own side killed
@@ -76,6 +80,17 @@ def check_case(case: Case) -> Outcome:
     return Outcome(Verdict.PASS, report=report)
 
 
+def start_method(device: str) -> str:
+    """How a child for a program on ``device`` is started: forked, unless CUDA is in play.
+
+    A fork is cheap (torch is already imported in the forkserver), but a
+    forked child cannot initialise CUDA once its parent has asked CUDA
+    anything, and the forkserver's imports do: a CUDA program's child is
+    spawned and imports torch itself.
+    """
+    return "spawn" if device.startswith("cuda") else "forkserver"
+
+
 class Checker(Protocol):
     """What the campaign checks programs with: either checker below."""
 
@@ -123,9 +138,8 @@ class IsolatedChecker:
     def __init__(self, setup_modules: tuple[str, ...], timeout: float | None) -> None:
         self.setup_modules = setup_modules
         self.timeout = timeout
-        self._context = multiprocessing.get_context("forkserver")
-        self._context.set_forkserver_preload([*_PRELOAD, *setup_modules])
         self._process: Any = None
+        self._start_method: str | None = None
         self._connection: Connection | None = None
         self.children_started = 0
         self._checked_by_child = 0
@@ -137,7 +151,10 @@ class IsolatedChecker:
         """Check ``case`` in the child; never raises for what the program does."""
         if self._checked_by_child >= RECYCLE_PROGRAMS:
             self._end_child()
-        connection = self._child()
+        method = start_method(case.device)
+        if self._start_method not in (None, method):
+            self._end_child()  # a CPU child cannot check a CUDA program, nor the reverse
+        connection = self._child(method)
         self._checked_by_child += 1
         connection.send(case)
         if not connection.poll(self.timeout or None):
@@ -178,16 +195,20 @@ class IsolatedChecker:
         except OSError:
             return ""
 
-    def _child(self) -> Connection:
+    def _child(self, method: str) -> Connection:
         if self._process is not None and self._process.is_alive():
             assert self._connection is not None
             return self._connection
-        parent, child = self._context.Pipe()
+        context = multiprocessing.get_context(method)
+        if method == "forkserver":
+            context.set_forkserver_preload([*_PRELOAD, *self.setup_modules])
+        self._start_method = method
+        parent, child = context.Pipe()
         if self._dump_path is None:
             handle, self._dump_path = tempfile.mkstemp(prefix="cgraph-child-", suffix=".dump")
             os.close(handle)
         open(self._dump_path, "w").close()  # emptied: a new child, a new dump
-        self._process = self._context.Process(
+        self._process = context.Process(
             target=_serve,
             args=(child, self.setup_modules, self._dump_path),
             daemon=True,

@@ -130,3 +130,30 @@ def test_the_compile_stack_is_imported_before_a_time_limit_starts() -> None:
     )
     done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True)
     assert done.stdout.split("\n")[-2] == "pass [True]", done.stdout + done.stderr
+
+
+def test_a_cuda_program_gets_a_spawned_child_and_a_cpu_one_a_forked_child() -> None:
+    # torch refuses CUDA in a child forked from a process that asked CUDA
+    # anything, and the forkserver's imports do: on an H100 every campaign
+    # program of a time-boxed (so isolated) hunt ended "Cannot re-initialize
+    # CUDA in forked subprocess".
+    assert checkers.start_method("cuda") == "spawn"
+    assert checkers.start_method("cuda:1") == "spawn"
+    assert checkers.start_method("cpu") == "forkserver"
+
+
+def test_a_spawned_child_checks_programs_and_a_change_of_method_replaces_the_child(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    methods = iter(["spawn", "spawn", "forkserver"])
+    monkeypatch.setattr(checkers, "start_method", lambda device: next(methods))
+    isolated = IsolatedChecker((), timeout=120.0)
+    try:
+        verdicts = [
+            isolated.check(case(source)).verdict for source in (ADD_ONE, EAGER_RAISES, ADD_ONE)
+        ]
+        children = isolated.children_started
+    finally:
+        isolated.close()
+    assert verdicts == [Verdict.PASS, Verdict.INVALID, Verdict.PASS]
+    assert children == 2  # one spawned child for two programs, then a forked one
