@@ -199,7 +199,7 @@ class IsolatedChecker:
         if self._process is not None and self._process.is_alive():
             assert self._connection is not None
             return self._connection
-        context = multiprocessing.get_context(method)
+        context: Any = multiprocessing.get_context(method)
         if method == "forkserver":
             context.set_forkserver_preload([*_PRELOAD, *self.setup_modules])
         self._start_method = method
