@@ -203,7 +203,8 @@ class IsolatedChecker:
         if method == "forkserver":
             context.set_forkserver_preload([*_PRELOAD, *self.setup_modules])
         self._start_method = method
-        parent, child = context.Pipe()
+        pipe: tuple[Connection, Connection] = context.Pipe()
+        parent, child = pipe
         if self._dump_path is None:
             handle, self._dump_path = tempfile.mkstemp(prefix="cgraph-child-", suffix=".dump")
             os.close(handle)
