@@ -32,11 +32,6 @@ CUDAGRAPH_BACKENDS = frozenset({"cudagraphs", "reduce-overhead", "max-autotune"}
 #: Backend names built on Inductor: their ladder has an ``inductor`` rung.
 INDUCTOR_BACKENDS = frozenset({"inductor", *INDUCTOR_MODES})
 
-#: The documented error CUDA-graph trees raise when an output of an earlier
-#: replay is read after a later replay overwrote it. Reading such an output and
-#: getting this error is correct behaviour, not a failure.
-OVERWRITTEN_OUTPUT_MESSAGE = "overwritten by a subsequent run"
-
 
 @dataclass(frozen=True)
 class Backend:

@@ -138,10 +138,12 @@ class Difference:
         parts = [self.kind.value, self.place.token]
         if self.facet:
             parts.append(self.facet)
+        message = self.message
         if self.exception_type:
-            parts.append(_unwrapped(self.exception_type))
-        if self.message and self.kind is not Kind.TIMEOUT:
-            parts.append(message_key(self.message))
+            exception_type, message = _error_named(self.exception_type, message)
+            parts.append(exception_type)
+        if message and self.kind is not Kind.TIMEOUT:
+            parts.append(message_key(message))
         return "-".join(filter(None, (_slug(part) for part in parts)))
 
     @property
@@ -226,6 +228,28 @@ _COMPILE_WRAPPER = "BackendCompilerFailed."
 def _unwrapped(exception_type: str) -> str:
     """``BackendCompilerFailed.RuntimeError`` -> ``RuntimeError``; other types as they are."""
     return exception_type.removeprefix(_COMPILE_WRAPPER) or exception_type
+
+
+#: The documented error CUDA-graph trees raise when an output of an earlier
+#: replay is read after a later replay overwrote it.
+OVERWRITTEN_OUTPUT_MESSAGE = "overwritten by a subsequent run"
+
+#: The wrapper Dynamo puts around an error raised while it traces: the
+#: overwritten-output error meets it when Dynamo wraps a kept tensor (an
+#: optimizer's state, on a recompile) and is raised bare when the program
+#: reads one. One mechanism (cg-generation-invalidates-kept-tensors), so its
+#: signature drops the wrapper; other wrapped errors keep theirs, as recorded.
+_TRACING_WRAPPER = "InternalTorchDynamoError"
+_INNER_ERROR = re.compile(r"^(\w+): (.*)$", re.DOTALL)
+
+
+def _error_named(exception_type: str, message: str | None) -> tuple[str, str | None]:
+    """The error a signature names: the overwritten-output error unwrapped from Dynamo's."""
+    if exception_type == _TRACING_WRAPPER and message and OVERWRITTEN_OUTPUT_MESSAGE in message:
+        inner = _INNER_ERROR.match(message.strip())
+        if inner is not None:
+            return inner.group(1), inner.group(2)
+    return _unwrapped(exception_type), message
 
 
 def first_line(text: str) -> str:

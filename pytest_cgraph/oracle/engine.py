@@ -31,7 +31,6 @@ from pytest_cgraph.oracle.compare import (
     crash_difference,
 )
 from pytest_cgraph.oracle.compiling import (
-    OVERWRITTEN_OUTPUT_MESSAGE,
     Backend,
     DeviceOps,
     captured_graph_count,
@@ -45,7 +44,13 @@ from pytest_cgraph.oracle.compiling import (
     without_captured_trace,
     without_guard_profiling,
 )
-from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
+from pytest_cgraph.oracle.difference import (
+    OVERWRITTEN_OUTPUT_MESSAGE,
+    Difference,
+    Kind,
+    Place,
+    Role,
+)
 from pytest_cgraph.oracle.errors import (
     ConfigurationError,
     EagerDisagrees,

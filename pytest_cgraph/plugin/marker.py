@@ -14,7 +14,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -31,6 +31,9 @@ from pytest_cgraph.failures import (
 from pytest_cgraph.oracle.errors import ConfigurationError, EquivalenceError
 from pytest_cgraph.plugin import session
 from pytest_cgraph.plugin.options import OPTIONS_KEY, CgraphOptions
+
+if TYPE_CHECKING:
+    from pytest_cgraph.registry.entries import KnownBug
 
 MARKER = "cgraph_equivalent"
 MARKER_HELP = (
@@ -254,29 +257,41 @@ def run_marked(item: pytest.Function, settings: MarkerSettings) -> None:
         if run.failed_call is None:
             raise
         failure = run.record_failure()
-        session.stats_of(item).failures.append(failure)
+        stats = session.stats_of(item)
+        known = _known_torch_bug(item.config, failure)
+        if known is None:
+            stats.failures.append(failure)
+        else:  # the test fails all the same, but the run's summary counts no new bug
+            from pytest_cgraph.registry.severity import severity_of
+
+            stats.count_hit(failure.signature, str(known.path), severity_of(failure.difference))
         verbose = item.config.get_verbosity() > 0
         notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", []))
         context = f"\n{error.context}" if error.context else ""
-        known = _known_torch_bug(item.config, failure)
+        named = ""
+        if known is not None:
+            where = f"{known.path.parent.name}/{known.path.name}"
+            named = f"cgraph: a known torch bug, {known.bug} ({where})\n"
         assert failure.repro is not None
         text = FailureText.ending_in_repro_line(
-            f"{error.difference.describe(verbose)}{context}{notes}\n{known}cgraph ", failure
+            f"{error.difference.describe(verbose)}{context}{notes}\n{named}cgraph ", failure
         )
         raise text.attach(_failed(text.render())) from None
 
 
-def _known_torch_bug(config: pytest.Config, failure: Failure) -> str:
-    """A line naming the known torch bug this failure is (the session's one judge says
-    so, by the registries' bugs files), or nothing: the test fails either way, and its
-    reader learns whether the bug is torch's and already on file."""
-    if not failure.case.source:
-        return ""  # not written inline: no program to judge
+def _known_torch_bug(config: pytest.Config, failure: Failure) -> KnownBug | None:
+    """The known torch bug this failure is (the session's one judge says so, by the
+    registries' bugs files), or ``None``: the test fails either way, and its reader
+    learns whether the bug is torch's and already on file.
+
+    A test whose program could not be written inline is judged by its signature
+    alone: one whose message names its bug (the overwritten-output error of a
+    training step's kept optimizer state, say) is known; one that needs the
+    program's calls or layer to tell is not.
+    """
     judgement = session.judge(config)(failure.case, Outcome(Verdict.FAIL, failure.difference))
     known = judgement.known
-    if known is None or known.bug is None:
-        return ""
-    return f"cgraph: a known torch bug, {known.bug} ({known.path.parent.name}/{known.path.name})\n"
+    return known if known is not None and known.bug is not None else None
 
 
 def _wrap_hypothesis_inner(hypothesis: Any, run: MarkedRun) -> None:

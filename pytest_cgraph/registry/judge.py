@@ -89,6 +89,8 @@ class Judge:
 
     def known(self, case: Case, difference: Difference) -> KnownBug | None:
         """The registry entry that claims ``difference`` met by ``case``, if any."""
+        if not case.source:  # no program to replay or read calls from: the signature alone
+            return self.registry.match(difference, lambda: None)
         return self.registry.match(
             difference, lambda: self.layer(case, difference), program_ops(case.source)
         )

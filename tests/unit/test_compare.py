@@ -208,6 +208,33 @@ def test_cuda_graph_trees_overwritten_output_is_one_key_wherever_the_tensor_was_
     assert message_key(grad) not in keys
 
 
+def test_the_overwritten_output_error_is_one_signature_raised_bare_or_inside_dynamo() -> None:
+    # An H100 run: a training step read its kept momentum buffer bare at one
+    # call and met it inside Dynamo's wrapper at another (a recompile wraps
+    # the optimizer's state): one mechanism, so one signature.
+    message = (
+        "Error: accessing tensor output of CUDAGraphs that has been overwritten by a "
+        'subsequent run. Stack trace: File "sgd.py", line 127, in step'
+    )
+
+    def crash(exception_type: str, text: str) -> str:
+        return Difference(
+            Kind.CRASH,
+            2,
+            Place(Role.COMPILED, name="call"),
+            exception_type=exception_type,
+            message=text,
+        ).signature
+
+    bare = crash("RuntimeError", message)
+    assert crash("InternalTorchDynamoError", f"RuntimeError: {message}") == bare
+    # Any other error Dynamo wraps keeps its wrapper, as the baselines recorded it.
+    other = "RuntimeError: Tensor must have a last dimension with stride 1"
+    assert crash("InternalTorchDynamoError", other).startswith(
+        "crash-compiled_call-InternalTorchDynamoError-RuntimeError"
+    )
+
+
 def fake_tensor_error(inner: str) -> str:
     return (
         "RuntimeError when making fake tensor call\n"

@@ -70,3 +70,35 @@ def test_the_harness_failing_is_an_error_never_a_ruling() -> None:
     rules, _ = judge()
     with pytest.raises(HarnessError, match="pipe broke"):
         rules(CASE, Outcome(Verdict.ERROR, reason="pipe broke"))
+
+
+def test_a_test_with_no_inline_program_is_judged_by_its_signature_alone() -> None:
+    # A marked test whose arguments cannot be written inline has no program to
+    # replay up the ladder or read calls from. A crash whose message names its
+    # bug is still known (an H100 run: a training step's kept optimizer state
+    # meeting the overwritten-output error); a broad signature is not.
+    overwritten = Difference(
+        Kind.CRASH,
+        2,
+        Place(Role.COMPILED, name="call"),
+        exception_type="RuntimeError",
+        message="Error: accessing tensor output of CUDAGraphs that has been overwritten",
+    )
+    crash_entry = KnownBug(
+        overwritten.signature,
+        "cudagraphs",
+        Path("known/crash.toml"),
+        bug="cg-generation-invalidates-kept-tensors",
+        essential=("ADVANCE",),
+    )
+    asked: list[str] = []
+
+    def layer_of(case: Case, difference: Difference) -> str | None:
+        asked.append(case.source)
+        return "aot_eager"
+
+    rules = Judge(Registry([ENTRY, crash_entry]), layer_of)
+    unwritten = Case("", "cudagraphs", "cuda", 5)
+    assert rules(unwritten, Outcome(Verdict.FAIL, overwritten)).known is crash_entry
+    assert rules(unwritten, Outcome(Verdict.FAIL, WRONG_OUTPUT)).ruling is Ruling.NEW
+    assert asked == []  # nothing to replay: never asked
