@@ -15,6 +15,10 @@ from pytest_cgraph.reporting.stats import RunStats
 
 if TYPE_CHECKING:
     from pytest_cgraph.checking.runner import CheckReport
+    from pytest_cgraph.errors import EquivalenceError
+    from pytest_cgraph.failures import Case
+    from pytest_cgraph.oracle.difference import Difference
+    from pytest_cgraph.registry.entries import KnownBug
 
 #: The family the run's summary counts the fixture's checks under.
 FIXTURE_FAMILY = "fixture"
@@ -27,16 +31,24 @@ class CgraphChecker:
     and a campaign program's do: a run of a user's own tests says what it checked.
     """
 
-    def __init__(self, options: CgraphOptions, device: str, stats: RunStats | None = None) -> None:
+    def __init__(
+        self,
+        options: CgraphOptions,
+        device: str,
+        stats: RunStats | None = None,
+        known: Callable[[Case, Difference], KnownBug | None] | None = None,
+    ) -> None:
         self.options = options
         self.device = device
         self.stats = stats if stats is not None else RunStats()
+        #: Which known torch bug a difference is (the session's judge), if any.
+        self.known = known
         self.reports: list[CheckReport] = []
 
     @contextmanager
     def _counted(self) -> Iterator[list[CheckReport]]:
         """Count one check: its program, its time, and what it compiled and captured."""
-        from pytest_cgraph.errors import InvalidProgram
+        from pytest_cgraph.errors import EquivalenceError, InvalidProgram
 
         done: list[CheckReport] = []
         self.stats.count_program(FIXTURE_FAMILY, set())
@@ -46,11 +58,34 @@ class CgraphChecker:
         except InvalidProgram as invalid:
             self.stats.count_invalid(str(invalid))
             raise
+        except EquivalenceError as error:
+            self._name_known_bug(error)
+            raise
         finally:
             self.stats.seconds += time.perf_counter() - started
         for report in done:
             self.stats.count_report(report)
             self.reports.append(report)
+
+    def _name_known_bug(self, error: EquivalenceError) -> None:
+        """Say on ``error`` which known torch bug it is, and count it as that bug seen again.
+
+        The fixture checks a function, not a program written out, so the
+        difference is judged by its signature alone (one whose message names
+        its bug); the test fails either way.
+        """
+        from pytest_cgraph.failures import Case
+        from pytest_cgraph.registry.severity import severity_of
+
+        if self.known is None:
+            return
+        backend = str(self.options.backend)
+        known = self.known(Case("", backend, self.device, self.options.iters), error.difference)
+        if known is not None:
+            # add_note's effect, on Python 3.10 too: pytest shows ``__notes__``.
+            setattr(error, "__notes__", [*getattr(error, "__notes__", []), known.named()])  # noqa: B010
+            signature = error.difference.signature
+            self.stats.count_hit(signature, str(known.path), severity_of(error.difference))
 
     def check(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> CheckReport:
         """Check ``fn`` on ``args``; keywords override the session's backend, device, iters."""
@@ -84,8 +119,10 @@ class CgraphChecker:
 @pytest.fixture
 def cgraph(request: pytest.FixtureRequest) -> CgraphChecker:
     """Check a function's compiled runs against eager, with this session's options."""
+    config = request.config
     return CgraphChecker(
-        request.config.stash[OPTIONS_KEY],
-        session.device(request.config),
+        config.stash[OPTIONS_KEY],
+        session.device(config),
         session.stats_of(request.node),
+        known=lambda case, difference: session.known_torch_bug(config, case, difference),
     )

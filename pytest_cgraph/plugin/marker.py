@@ -23,10 +23,8 @@ from pytest_cgraph.failures import (
     Case,
     Failure,
     FailureText,
-    Outcome,
     ReproResult,
     ReproStatus,
-    Verdict,
 )
 from pytest_cgraph.oracle.errors import ConfigurationError, EquivalenceError
 from pytest_cgraph.plugin import session
@@ -268,10 +266,7 @@ def run_marked(item: pytest.Function, settings: MarkerSettings) -> None:
         verbose = item.config.get_verbosity() > 0
         notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", []))
         context = f"\n{error.context}" if error.context else ""
-        named = ""
-        if known is not None:
-            where = f"{known.path.parent.name}/{known.path.name}"
-            named = f"cgraph: a known torch bug, {known.bug} ({where})\n"
+        named = f"{known.named()}\n" if known is not None else ""
         assert failure.repro is not None
         text = FailureText.ending_in_repro_line(
             f"{error.difference.describe(verbose)}{context}{notes}\n{named}cgraph ", failure
@@ -289,9 +284,7 @@ def _known_torch_bug(config: pytest.Config, failure: Failure) -> KnownBug | None
     training step's kept optimizer state, say) is known; one that needs the
     program's calls or layer to tell is not.
     """
-    judgement = session.judge(config)(failure.case, Outcome(Verdict.FAIL, failure.difference))
-    known = judgement.known
-    return known if known is not None and known.bug is not None else None
+    return session.known_torch_bug(config, failure.case, failure.difference)
 
 
 def _wrap_hypothesis_inner(hypothesis: Any, run: MarkedRun) -> None:

@@ -146,6 +146,15 @@ def judge(config: pytest.Config) -> Judge:
     return config.stash[_JUDGE_KEY]
 
 
+def known_torch_bug(config: pytest.Config, case: Case, difference: Difference) -> KnownBug | None:
+    """The known torch bug (a form of a bugs file's bug) that ``difference`` met by
+    ``case`` is, by the session's one judge; ``None`` for one not on file."""
+    from pytest_cgraph.failures import Outcome, Verdict
+
+    known = judge(config)(case, Outcome(Verdict.FAIL, difference)).known
+    return known if known is not None and known.bug is not None else None
+
+
 def first_diverging_layer(case: Case, difference: Difference) -> str | None:
     """The first layer of the ladder that shows ``difference`` (replays ``case`` up it)."""
     from pytest_cgraph.recording.repro import locate_layer

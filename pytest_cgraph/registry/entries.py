@@ -116,6 +116,10 @@ class KnownBug:
             return required_hazards(self.ops) <= hazards(ops)
         return self.ops <= ops
 
+    def named(self) -> str:
+        """The line a failing test reads when it met this known bug: whose, and where filed."""
+        return f"cgraph: a known torch bug, {self.bug} ({self.path.parent.name}/{self.path.name})"
+
     def same_claim(self, ops: frozenset[str]) -> bool:
         """Whether a program making ``ops`` is claimed by this entry on exactly the
         terms the entry's own program is: one bug met through other ops of the same

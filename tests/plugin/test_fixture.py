@@ -50,3 +50,36 @@ def test_fixture_uses_session_options(pytester: pytest.Pytester, workers: list[s
     # Every check of the fixture counts in the summary, the failing one too,
     # whatever worker made it.
     result.stdout.fnmatch_lines(["programs: 3 checked, 0 invalid*", "compiles: [1-9]*"])
+
+
+MEETS_A_KNOWN_TORCH_BUG = """
+import torch
+
+
+def test_a_write_after_set_onto_a_view_of_itself(cgraph):
+    def model(a0):
+        v0 = a0[1]
+        v0.set_(v0)
+        v0.add_(1)
+        return a0
+
+    cgraph.check(model, torch.zeros(2, 2))
+"""
+
+
+def test_a_check_that_meets_a_known_torch_bug_names_it(pytester: pytest.Pytester) -> None:
+    # The fixture checks a function, not a written-out program: the crash is
+    # judged by its signature, whose message names its bug (on an H100, the
+    # kept momentum buffer of an optimizer step met the overwritten-output error).
+    pytester.makepyfile(MEETS_A_KNOWN_TORCH_BUG)
+    result = pytester.runpytest(
+        "--cgraph", "--cgraph-backend=aot_eager", "-m", "not cgraph", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*cannot mutate tensors with frozen storage*",
+            "*cgraph: a known torch bug, set-self-frozen-storage (torch-2.13/crash-*.toml)",
+        ]
+    )
+    result.stdout.fnmatch_lines(["known: 1 signature(s) seen again, not failures"])
