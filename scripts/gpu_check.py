@@ -478,6 +478,11 @@ def summarize_report(report: dict[str, Any], run_root: Path, archive_root: str) 
     programs = int(report.get("programs") or 0)
     skipped = report.get("skipped") or {}
     reasons = sorted(skipped.items(), key=lambda item: (-item[1], item[0]))
+    # Only a passing program's check says whether it captured: the share is of those.
+    failing = sum((report.get("hits") or {}).values()) + sum(
+        (report.get("known_hits") or {}).values()
+    )
+    passed = max(0, programs - int(report.get("invalid") or 0) - failing)
     by_signature: dict[str, dict[str, Any]] = {}
     for failure in report.get("failures") or []:
         signature = failure.get("full_signature") or failure.get("signature") or "?"
@@ -510,6 +515,10 @@ def summarize_report(report: dict[str, Any], run_root: Path, archive_root: str) 
         "programs_per_s": round(programs / seconds, 2) if seconds else 0.0,
         "compiles": report.get("compiles"),
         "captured": int(report.get("captured") or 0),
+        "passed": passed,
+        "captured_share": round(100 * int(report.get("captured") or 0) / passed, 1)
+        if passed
+        else None,
         "skipped": int(sum(skipped.values())),
         "skip_reasons": [[reason, count] for reason, count in reasons[:5]],
         "new_signatures": list(by_signature.values()),
@@ -580,9 +589,11 @@ def render_summary(summary: dict[str, Any]) -> str:
             f"{run['programs_per_s']} programs/s over {run['seconds']:.1f} s{complete}"
         )
         reasons = ", ".join(f"{reason} x{count}" for reason, count in run["skip_reasons"])
+        share = run.get("captured_share")
+        of_passing = f" of {run['passed']} passing ({share} %)" if share is not None else ""
         lines.append(
-            f"  CUDA graphs: {run['captured']} programs captured, {run['skipped']} graphs skipped"
-            + (f" (top reasons: {reasons})" if reasons else "")
+            f"  CUDA graphs: {run['captured']}{of_passing} programs captured, "
+            f"{run['skipped']} graphs skipped" + (f" (top reasons: {reasons})" if reasons else "")
         )
         lines.append(
             f"  new signatures: {len(run['new_signatures'])}; known seen again: {run['known_seen']}"

@@ -59,7 +59,7 @@ class CgraphChecker:
             self.stats.count_invalid(str(invalid))
             raise
         except EquivalenceError as error:
-            self._name_known_bug(error)
+            self._count_failing(error)
             raise
         finally:
             self.stats.seconds += time.perf_counter() - started
@@ -67,8 +67,9 @@ class CgraphChecker:
             self.stats.count_report(report)
             self.reports.append(report)
 
-    def _name_known_bug(self, error: EquivalenceError) -> None:
-        """Say on ``error`` which known torch bug it is, and count it as that bug seen again.
+    def _count_failing(self, error: EquivalenceError) -> None:
+        """Count ``error``'s failing program; if it is a known torch bug, say so on it and
+        count it as that bug seen again.
 
         The fixture checks a function, not a program written out, so the
         difference is judged by its signature alone (one whose message names
@@ -77,15 +78,15 @@ class CgraphChecker:
         from pytest_cgraph.failures import Case
         from pytest_cgraph.registry.severity import severity_of
 
-        if self.known is None:
-            return
+        difference = error.difference
         backend = str(self.options.backend)
-        known = self.known(Case("", backend, self.device, self.options.iters), error.difference)
+        case = Case("", backend, self.device, self.options.iters)
+        known = self.known(case, difference) if self.known is not None else None
+        where = str(known.path) if known is not None else None
+        self.stats.count_hit(difference.signature, where, severity_of(difference))
         if known is not None:
             # add_note's effect, on Python 3.10 too: pytest shows ``__notes__``.
             setattr(error, "__notes__", [*getattr(error, "__notes__", []), known.named()])  # noqa: B010
-            signature = error.difference.signature
-            self.stats.count_hit(signature, str(known.path), severity_of(error.difference))
 
     def check(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> CheckReport:
         """Check ``fn`` on ``args``; keywords override the session's backend, device, iters."""

@@ -257,12 +257,13 @@ def run_marked(item: pytest.Function, settings: MarkerSettings) -> None:
         failure = run.record_failure()
         stats = session.stats_of(item)
         known = _known_torch_bug(item.config, failure)
+        from pytest_cgraph.registry.severity import severity_of
+
+        # A known bug fails the test all the same, but the summary counts no new bug.
+        where = str(known.path) if known is not None else None
+        stats.count_hit(failure.signature, where, severity_of(failure.difference))
         if known is None:
             stats.failures.append(failure)
-        else:  # the test fails all the same, but the run's summary counts no new bug
-            from pytest_cgraph.registry.severity import severity_of
-
-            stats.count_hit(failure.signature, str(known.path), severity_of(failure.difference))
         verbose = item.config.get_verbosity() > 0
         notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", []))
         context = f"\n{error.context}" if error.context else ""

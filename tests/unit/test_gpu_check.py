@@ -193,7 +193,9 @@ REPORT = {
     "invalid": 2,
     "seconds": 20.0,
     "compiles": 70,
-    "captured": 0,
+    "captured": 36,
+    "hits": {"value-output": 2, "mutation-argument": 1},
+    "known_hits": {"grad-grad": 3},
     "skipped": {"cpu device": 60, "mutated inputs": 10, "a": 1, "b": 1, "c": 1, "d": 1},
     "known": [{"signature": "grad-grad", "hits": 3}],
     "failures": [
@@ -219,7 +221,9 @@ def test_a_run_is_summarized_from_its_report(tmp_path: Path) -> None:
     run = tmp_path / "runs" / "campaign-cudagraphs"
     report = json.loads(json.dumps(REPORT).replace('"RUN"', json.dumps(str(run))))
     line = gpu_check.summarize_report(report, run, "runs/campaign-cudagraphs")
-    assert (line["programs"], line["programs_per_s"], line["captured"]) == (50, 2.5, 0)
+    assert (line["programs"], line["programs_per_s"], line["captured"]) == (50, 2.5, 36)
+    # 50 checked, 2 invalid, 3 new and 3 known failing: 42 passed, 36 of them captured
+    assert (line["passed"], line["captured_share"]) == (42, 85.7)
     assert line["skipped"] == 74
     assert line["skip_reasons"][:2] == [["cpu device", 60], ["mutated inputs", 10]]
     assert len(line["skip_reasons"]) == 5
@@ -271,7 +275,8 @@ def test_the_summary_text_states_every_run_and_the_missing_gpu(tmp_path: Path) -
     assert "pytest: 1 failed, 7 passed in 20.01s" in text
     assert "programs: 50 checked, 2 invalid, 2.5 programs/s over 20.0 s" in text
     assert (
-        "CUDA graphs: 0 programs captured, 74 graphs skipped (top reasons: cpu device x60" in text
+        "CUDA graphs: 36 of 42 passing (85.7 %) programs captured, 74 graphs skipped "
+        "(top reasons: cpu device x60" in text
     )
     assert "value-output-cudagraphs (2 programs, verified): " in text
     assert "runs/campaign-cudagraphs/repros/value-output-cudagraphs.py" in text
