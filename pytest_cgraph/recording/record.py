@@ -214,7 +214,7 @@ def fold(finding: Path, bug_id: str, into: Path) -> Path:
     )
     try:
         add_form(into, bug_id, target.name)
-    except FoldError:
+    except BaseException:  # refused, or anything else: nothing is left behind
         target.unlink()
         raise
     return target

@@ -110,11 +110,22 @@ def add_form(directory: Path, bug_id: str, form: str) -> Bug:
     text = path.read_text()
     start = re.search(rf'^id = "{re.escape(bug_id)}"$', text, re.MULTILINE)
     assert start is not None  # read_bugs found it
-    forms_at = text.index("forms = [\n", start.end()) + len("forms = [\n")
-    path.write_text(text[:forms_at] + f'    "{form}",\n' + text[forms_at:])
+    # Its forms one per line, or none yet (a bug written by hand before its first form).
+    following = text.find("\n[[bug]]", start.end())  # its block ends at the next bug's
+    forms = _FORMS.search(text, start.end(), following if following != -1 else len(text))
+    if forms is None:
+        raise FoldError(
+            f"{bug_id}'s forms in {path} are not written one per line (forms = [ on a line of "
+            'its own, then one "name.toml", per line): rewrite them so, then fold again'
+        )
+    listed = f'forms = [\n    "{form}",\n' + ("]\n" if forms.group(1) else "")
+    path.write_text(text[: forms.start()] + listed + text[forms.end() :])
     recompute_severities(directory)
     return next(bug for bug in read_bugs(directory) if bug.id == bug_id)
 
+
+#: The start of a bug's forms list as this module writes it, or an empty one.
+_FORMS = re.compile(r"^forms = \[(\])?\n", re.MULTILINE)
 
 #: A bug's ``checked`` line, however it was written by hand.
 _CHECKED = re.compile(r"^checked\s*=")

@@ -99,16 +99,39 @@ def test_an_unknown_bug_is_refused_with_the_bugs_there_are(
     assert "(its bugs: as-strided-escapes-view, dropout-eval-clone)" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("empty", ["forms = [\n]", "forms = []"])
 def test_a_bug_written_by_hand_without_forms_takes_its_first_form(
-    registry: Path, repro_file: Path
+    registry: Path, repro_file: Path, empty: str
 ) -> None:
     bugs = registry / "bugs.toml"
     bugs.write_text(
         bugs.read_text()
         + '\n[[bug]]\nid = "new-one"\ntitle = "t"\nseverity = "crash"\nmechanism = "m"\n'
-        'essential = ["as_strided"]\nforms = [\n]\nupstream = "none found"\n'
+        f'essential = ["as_strided"]\n{empty}\nupstream = "none found"\n'
     )
     assert main(["--fold", str(repro_file), "--bug", "new-one", "--into", str(registry)]) == 0
     (bug,) = [bug for bug in read_bugs(registry) if bug.id == "new-one"]
     assert len(bug.forms) == 1 and (registry / bug.forms[0]).is_file()
     assert bug.severity.value == "silent"  # the worst of its forms, once it has one
+
+
+def test_forms_written_on_one_line_are_refused_in_one_line_and_nothing_is_left(
+    registry: Path, repro_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bugs = registry / "bugs.toml"
+    bugs.write_text(
+        bugs.read_text().replace(
+            'forms = [\n    "value-output-aot_eager-2.toml",\n]',
+            'forms = ["value-output-aot_eager-2.toml"]',
+        )
+    )
+    before = bugs.read_text()
+    code = main(
+        ["--fold", str(repro_file), "--bug", "as-strided-escapes-view", "--into", str(registry)]
+    )
+    assert code == 1
+    error = capsys.readouterr().err.strip()
+    assert "as-strided-escapes-view's forms in" in error and "one per line" in error
+    assert len(error.splitlines()) == 1
+    assert bugs.read_text() == before
+    assert not (registry / "value-output-aot_eager.toml").exists()
