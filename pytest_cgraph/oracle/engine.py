@@ -117,8 +117,9 @@ class CheckReport:
     skip_reasons: dict[str, int]
     outputs_overwritten: int
     tensor_outputs: int = 0
-    #: Kept outputs a later compiled call returned again (CUDA-graph trees'
-    #: cached replay outputs): overwritten as documented, without the error.
+    #: Kept outputs a later compiled call returned again, or whose memory a
+    #: later output occupies (CUDA-graph trees' cached or rebuilt replay
+    #: outputs): overwritten as documented, without the error.
     outputs_returned_again: int = 0
     #: The type of what the function returned (eager, first call).
     returned: str = ""
@@ -605,11 +606,15 @@ def _check_retained(
 
     CUDA-graph trees overwrite an earlier call's outputs (documented: clone
     what you keep). Warm-up and recording outputs then raise the documented
-    error; a replay's outputs are the very tensors the next replay returns
-    (``cached_tensor_outputs``), so they hold its values without one
-    (pytorch/pytorch#122192). Both are the documented overwrite, counted; a
-    kept output that changed under a tensor of its own is a stale output.
+    error; a replay's outputs are rebuilt over the memory the next replay
+    writes again, without one (pytorch/pytorch#122192): the very tensors
+    (``cached_tensor_outputs``), or new tensors over the same storage (an
+    output aliasing another output or a saved tensor, a view AOTAutograd
+    regenerates). Both are the documented overwrite, counted; a kept output
+    that changed in memory no later output of its side occupies is a stale
+    output.
     """
+    by_memory = settings.backend.uses_cudagraphs
     overwritten = reused = 0
     for k, (eager_raw, compiled_raw) in enumerate(retained, start=1):
         for index, (expected, actual) in enumerate(zip(eager_raw, compiled_raw, strict=True)):
@@ -634,9 +639,9 @@ def _check_retained(
             )
             if found is None:
                 continue
-            if _returned_again(actual, retained, k, COMPILED_SIDE) and not _returned_again(
-                expected, retained, k, EAGER_SIDE
-            ):
+            if _returned_again(
+                actual, retained, k, COMPILED_SIDE, by_memory
+            ) and not _returned_again(expected, retained, k, EAGER_SIDE, by_memory):
                 reused += 1
                 continue
             return found.located(k, place, kind=Kind.STALE_OUTPUT), overwritten, reused
@@ -648,11 +653,47 @@ EAGER_SIDE, COMPILED_SIDE = 0, 1
 
 
 def _returned_again(
-    tensor: torch.Tensor, retained: list[tuple[list[Any], list[Any]]], iteration: int, side: int
+    tensor: torch.Tensor,
+    retained: list[tuple[list[Any], list[Any]]],
+    iteration: int,
+    side: int,
+    by_memory: bool = False,
 ) -> bool:
     """Whether ``side``'s outputs of an iteration after ``iteration`` include ``tensor``
-    itself, the same object."""
-    return any(output is tensor for outputs in retained[iteration:] for output in outputs[side])
+    itself, the same object, or (``by_memory``) a tensor over memory it occupies.
+
+    On an H100 with torch 2.11, 54 kept outputs of a cudagraphs campaign held
+    a later replay's values under new tensor objects over the same storage:
+    identity alone called the documented overwrite a stale output.
+    """
+    later = [output for outputs in retained[iteration:] for output in outputs[side]]
+    if any(output is tensor for output in later):
+        return True
+    if not by_memory:
+        return False
+    span = _memory_span(tensor)
+    return span is not None and any(
+        isinstance(output, torch.Tensor) and _overlaps(span, _memory_span(output))
+        for output in later
+    )
+
+
+def _memory_span(tensor: torch.Tensor) -> tuple[torch.device, int, int] | None:
+    """The device and byte range of ``tensor``'s storage; ``None`` where it has none (or
+    it cannot be read: an invalidated output raises)."""
+    try:
+        storage = tensor.untyped_storage()
+        start = storage.data_ptr()
+        size = storage.nbytes()
+    except (RuntimeError, NotImplementedError):
+        return None
+    return (tensor.device, start, start + size) if start and size else None
+
+
+def _overlaps(
+    span: tuple[torch.device, int, int], other: tuple[torch.device, int, int] | None
+) -> bool:
+    return other is not None and span[0] == other[0] and span[1] < other[2] and other[1] < span[2]
 
 
 def _drop_check_grads(flat: Sequence[Any]) -> None:

@@ -19,9 +19,13 @@ be tested without a GPU:
   counter the real trees read.
 
 ``cache_replay_outputs=False`` gives the contract the documentation states
-(every replay's outputs are its own and are invalidated by the next), and
-``invalidate=False`` a broken variant whose calls overwrite earlier outputs
-silently under tensors of their own.
+(every replay's outputs are its own and are invalidated by the next);
+with ``invalidate=False`` too, each replay hands out new tensors over the
+same pool and earlier ones silently hold its values, as the real trees do
+for outputs they rebuild on every replay (an output aliasing another, a
+view AOTAutograd regenerates: an H100 run met 54). ``scribble=True`` is a
+broken variant: each call overwrites what earlier calls handed out while
+its own outputs live elsewhere, in memory no later output shares.
 
 ``RecordingCudaOps`` stands in for the runner's CUDA device handling and
 records what it was asked to do.
@@ -78,10 +82,15 @@ class CudaGraphTreesDouble:
 
     uses_cudagraphs = True
 
-    def __init__(self, cache_replay_outputs: bool = True, invalidate: bool = True) -> None:
+    def __init__(
+        self, cache_replay_outputs: bool = True, invalidate: bool = True, scribble: bool = False
+    ) -> None:
         self.__name__ = "cudagraph_trees_double"
         self.cache_replay_outputs = cache_replay_outputs
         self.invalidate = invalidate
+        self.scribble = scribble
+        #: What every call handed out, for ``scribble`` to overwrite.
+        self.all_handed_out: list[torch.Tensor] = []
         self.step_marks_seen: list[int] = []
         self.replays = 0
         self.recordings = 0
@@ -114,6 +123,13 @@ class CudaGraphTreesDouble:
                 graph.pool = [o.detach().clone() for o in outputs]
                 return self._hand_out(graph.pool)
             _copy_all(graph.pool, outputs)
+            if self.scribble:
+                for earlier in self.all_handed_out:
+                    with torch.no_grad():
+                        earlier.add_(1)  # memory no output of this call occupies
+                fresh = tuple(buffer.clone() for buffer in graph.pool)
+                self.all_handed_out.extend(fresh)
+                return fresh
             if not self.cache_replay_outputs:
                 return self._hand_out(graph.pool)
             if not graph.cached:

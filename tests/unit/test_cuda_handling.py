@@ -56,16 +56,31 @@ def test_kept_outputs_the_same_across_calls_are_no_difference() -> None:
     assert report.outputs_overwritten == 2  # the warm-up's and the recording's
 
 
+def test_replays_rebuilding_outputs_over_the_pool_are_the_documented_overwrite() -> None:
+    # Real trees rebuild some outputs on every replay: new tensor objects over
+    # the memory the next replay writes again, without the error. An H100 run
+    # (torch 2.11) met 54 such kept outputs, once reported as stale outputs.
+    trees = CudaGraphTreesDouble(cache_replay_outputs=False, invalidate=False)
+    report = check_equivalent(affine, fresh_args=fresh_pair, backend=trees)
+    assert trees.replays == 3
+    # Call 2's (the recording's) and calls 3 and 4's (replays) outputs hold a
+    # later call's values under tensors of their own; call 1's are the
+    # warm-up's, in memory of their own, and call 5's the latest.
+    assert report.outputs_returned_again == 3
+    assert report.outputs_overwritten == 0
+
+
 def test_silent_overwrite_of_retained_outputs_is_a_failure() -> None:
+    # Kept outputs changed in memory that no later output occupies: not the
+    # documented overwrite, a stale output.
     with pytest.raises(EquivalenceError) as caught:
         check_equivalent(
             affine,
             fresh_args=fresh_pair,
-            backend=CudaGraphTreesDouble(cache_replay_outputs=False, invalidate=False),
+            backend=CudaGraphTreesDouble(invalidate=False, scribble=True),
         )
     assert caught.value.difference.kind is Kind.STALE_OUTPUT
-    assert caught.value.difference.iteration == 2
-    assert caught.value.difference.place == Place(Role.RETAINED, index=0, iteration=2)
+    assert caught.value.difference.place.role is Role.RETAINED
 
 
 def test_a_step_is_marked_before_every_compiled_call() -> None:
