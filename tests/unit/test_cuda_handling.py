@@ -13,7 +13,7 @@ from pytest_cgraph import EquivalenceError, check_equivalent
 from pytest_cgraph.checking.backends import resolve_backend
 from pytest_cgraph.checking.runner import CheckSettings, run_check
 from pytest_cgraph.oracle import compiling, engine
-from pytest_cgraph.oracle.difference import OVERWRITTEN_OUTPUT_MESSAGE, Kind, Place, Role
+from pytest_cgraph.oracle.difference import OVERWRITTEN_OUTPUT_MESSAGE, Kind, Role
 from pytest_cgraph.oracle.engine import check_source
 
 
