@@ -203,6 +203,10 @@ def fold(finding: Path, bug_id: str, into: Path) -> Path:
         raise FoldError(f"{finding} is no repro file or entry of pytest-cgraph")
     if not (into / "bugs.toml").is_file():
         raise FoldError(f"{into} has no bugs.toml: --fold adds a form to one of its bugs")
+    if is_entry(text) and finding.resolve().parent == into.resolve():
+        # An entry of this registry already (``record --into`` wrote it): listed, not copied.
+        add_form(into, bug_id, finding.name)
+        return finding
     stem = finding.stem
     target = into / f"{stem}.toml"
     number = 1

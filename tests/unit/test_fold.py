@@ -135,3 +135,18 @@ def test_forms_written_on_one_line_are_refused_in_one_line_and_nothing_is_left(
     assert len(error.splitlines()) == 1
     assert bugs.read_text() == before
     assert not (registry / "value-output-aot_eager.toml").exists()
+
+
+def test_an_entry_of_the_registry_itself_is_listed_not_copied(registry: Path) -> None:
+    # record --into writes the entry into the registry; folding it from there
+    # lists that file instead of writing a second copy beside it.
+    entry = registry / "value-output-aot_eager-7.toml"
+    shutil.copyfile(SOURCE / "value-output-aot_eager-5.toml", entry)
+    before = sorted(path.name for path in registry.iterdir())
+    assert (
+        main(["--fold", str(entry), "--bug", "as-strided-escapes-view", "--into", str(registry)])
+        == 0
+    )
+    assert sorted(path.name for path in registry.iterdir()) == before
+    (bug, _) = read_bugs(registry)
+    assert "value-output-aot_eager-7.toml" in bug.forms
