@@ -15,23 +15,17 @@ from __future__ import annotations
 
 import argparse
 import copy
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-
-class TinyNet(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.lin1 = nn.Linear(4, 8)
-        self.norm = nn.BatchNorm1d(8)
-        self.lin2 = nn.Linear(8, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.lin2(torch.relu(self.norm(self.lin1(x))))
-
+# The examples' own model: the steps below are theirs, run as a plain loop.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+from test_training_steps import TinyNet
 
 Step = Callable[[nn.Module, Any, torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -110,11 +104,17 @@ def run(name: str, backend: str, mark: bool, iters: int, device: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iters", type=int, default=5)
+    parser.add_argument(
+        "--backend",
+        action="append",
+        dest="backends",
+        help="a backend to compile with (repeatable; cudagraphs and reduce-overhead)",
+    )
     parser.add_argument("--device", default="cuda", help="cpu: a rehearsal (nothing captured)")
     args = parser.parse_args()
     where = torch.cuda.get_device_name() if args.device == "cuda" else "CPU"
     print(f"torch {torch.__version__}, {where}")
-    for backend in ("cudagraphs", "reduce-overhead"):
+    for backend in args.backends or ("cudagraphs", "reduce-overhead"):
         for name in CASES:
             for mark in (False, True):
                 label = f"{backend:15} {name:36} mark_step={'yes' if mark else 'no '}"
