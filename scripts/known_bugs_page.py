@@ -173,7 +173,10 @@ def example(entry: PageBug, pythons: dict[tuple[int, ...], str]) -> str:
                     f"`{directory.name}/{form}`):\n\n```python\n{script.text.rstrip()}\n```\n"
                 )
             tried.append(f"{form}: {script.verdict}")
-    directory, bug = entry.held[0]
+    directory, bug = next(((d, b) for d, b in entry.held if b.forms), entry.held[0])
+    if not bug.forms:
+        # Written by hand from a finding no repro file holds yet (its mechanism says how).
+        return "No form recorded yet: no program to replay (the mechanism says how it shows).\n"
     program = str(recorded_settings(directory / bug.forms[0]).get("program", "")).rstrip()
     why = "; ".join(tried)
     return (
@@ -217,10 +220,9 @@ def _entry(entry: PageBug, pythons: dict[tuple[int, ...], str], with_examples: b
     )
     parts.append(f"- essential calls: {', '.join(f'`{c}`' for c in bug.essential) or 'none'}\n")
     newest, _ = entry.held[0]
+    forms = ", ".join(f"`{form}`" for form in bug.forms) or "none yet"
     parts.append(
-        f"- forms in `{newest.name}`: {', '.join(f'`{f}`' for f in bug.forms)}\n\n"
-        + " ".join(bug.mechanism.split())
-        + "\n\n"
+        f"- forms in `{newest.name}`: {forms}\n\n" + " ".join(bug.mechanism.split()) + "\n\n"
     )
     if with_examples:
         parts.append(example(entry, pythons))
