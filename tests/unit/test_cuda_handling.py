@@ -61,7 +61,8 @@ def test_replays_rebuilding_outputs_over_the_pool_are_the_documented_overwrite()
     # the memory the next replay writes again, without the error. An H100 run
     # (torch 2.11) met 54 such kept outputs, once reported as stale outputs.
     trees = CudaGraphTreesDouble(cache_replay_outputs=False, invalidate=False)
-    report = check_equivalent(affine, fresh_args=fresh_pair, backend=trees)
+    settings = CheckSettings(backend=resolve_backend(trees), ops=RecordingCudaOps())
+    report = run_check(affine, (), fresh_pair, settings)
     assert trees.replays == 3
     # Call 2's (the recording's) and calls 3 and 4's (replays) outputs hold a
     # later call's values under tensors of their own; call 1's are the
@@ -70,15 +71,25 @@ def test_replays_rebuilding_outputs_over_the_pool_are_the_documented_overwrite()
     assert report.outputs_overwritten == 0
 
 
-def test_silent_overwrite_of_retained_outputs_is_a_failure() -> None:
-    # Kept outputs changed in memory that no later output occupies: not the
-    # documented overwrite, a stale output.
+def test_on_cpu_a_kept_output_changed_under_a_later_outputs_memory_is_a_failure() -> None:
+    # Without a graph pool (CPU: the trees skip capture) nothing documents the
+    # overwrite: a compiled side handing out memory again is a stale output.
     with pytest.raises(EquivalenceError) as caught:
         check_equivalent(
             affine,
             fresh_args=fresh_pair,
-            backend=CudaGraphTreesDouble(invalidate=False, scribble=True),
+            backend=CudaGraphTreesDouble(cache_replay_outputs=False, invalidate=False),
         )
+    assert caught.value.difference.kind is Kind.STALE_OUTPUT
+
+
+def test_silent_overwrite_of_retained_outputs_is_a_failure() -> None:
+    # Kept outputs changed in memory that no later output occupies: not the
+    # documented overwrite, a stale output, on a device with a graph pool too.
+    trees = CudaGraphTreesDouble(invalidate=False, scribble=True)
+    settings = CheckSettings(backend=resolve_backend(trees), ops=RecordingCudaOps())
+    with pytest.raises(EquivalenceError) as caught:
+        run_check(affine, (), fresh_pair, settings)
     assert caught.value.difference.kind is Kind.STALE_OUTPUT
     assert caught.value.difference.place.role is Role.RETAINED
 
