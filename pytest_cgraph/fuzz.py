@@ -72,7 +72,6 @@ from pytest_cgraph.strategies import programs
 
 if TYPE_CHECKING:
     from pytest_cgraph.checking.checkers import Checker
-    from pytest_cgraph.oracle.difference import Difference
     from pytest_cgraph.strategies.program import Program
 
 TestFunction = TypeVar("TestFunction", bound=Callable[..., None])
@@ -300,18 +299,12 @@ class Fuzzer:
     @functools.cached_property
     def registry_judge(self) -> Judge:
         """The one judge of checked programs (:mod:`pytest_cgraph.registry.judge`)."""
-        return Judge(self.registry, _first_diverging_layer)
+        from pytest_cgraph.recording.repro import first_diverging_layer
+
+        return Judge(self.registry, first_diverging_layer)
 
     def _judge(self, case: Case) -> Judgement:
         return self.registry_judge(case, self.checker.check(case))
-
-
-def _first_diverging_layer(case: Case, difference: Difference) -> str | None:
-    """The first layer that shows ``difference``: asked only when the layer tells a
-    known difference from a new one."""
-    from pytest_cgraph.recording.repro import locate_layer
-
-    return locate_layer(case, difference)[0]
 
 
 def check(program: Program, family: str) -> None:

@@ -105,6 +105,7 @@ class CampaignItem(CgraphItem):
         return (self.campaign_seed ^ zlib.crc32(self.nodeid.encode())) & 0xFFFFFFFF
 
     def runtest(self) -> None:
+        from pytest_cgraph.recording.repro import first_diverging_layer
         from pytest_cgraph.strategies import programs
 
         session.share_cores(self.config)
@@ -135,7 +136,7 @@ class CampaignItem(CgraphItem):
                 found_in_run=(
                     session.found_in_run(self.config) if options.duration is not None else set()
                 ),
-                layer_of=session.first_diverging_layer,
+                layer_of=first_diverging_layer,
                 budget=self.budget,
                 stats=stats,
                 strict=options.strict,

@@ -138,6 +138,7 @@ def judge(config: pytest.Config) -> Judge:
     """The session's one judge of checked programs: the session's registries, the run's
     options; campaign items add the run's own findings to theirs."""
     if _JUDGE_KEY not in config.stash:
+        from pytest_cgraph.recording.repro import first_diverging_layer
         from pytest_cgraph.registry.judge import Judge
 
         config.stash[_JUDGE_KEY] = Judge(
@@ -153,13 +154,6 @@ def known_torch_bug(config: pytest.Config, case: Case, difference: Difference) -
 
     known = judge(config)(case, Outcome(Verdict.FAIL, difference)).known
     return known if known is not None and known.bug is not None else None
-
-
-def first_diverging_layer(case: Case, difference: Difference) -> str | None:
-    """The first layer of the ladder that shows ``difference`` (replays ``case`` up it)."""
-    from pytest_cgraph.recording.repro import locate_layer
-
-    return locate_layer(case, difference)[0]
 
 
 #: The ``workerinput`` key of the entries the controller sends (:func:`shared_entries`).

@@ -532,6 +532,12 @@ def replay_verdict(path: Path) -> FileReplay:
     return FileReplay(verdict, str(found.line(signature)))
 
 
+def first_diverging_layer(case: Case, difference: Difference) -> str | None:
+    """The first layer of the ladder that shows ``difference`` (replays ``case`` up it):
+    what a judge asks only when the layer tells a known difference from a new one."""
+    return locate_layer(case, difference)[0]
+
+
 def locate_layer(case: Case, like: Difference | None = None) -> Location:
     """The first rung of the ladder that shows the failure ``like`` (its signature;
     without one: that diverges at all) while every rung below it agrees with eager,
