@@ -30,7 +30,7 @@ import multiprocessing
 import os
 import tempfile
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pytest_cgraph.checking.heap import freeze_for_life
 from pytest_cgraph.failures import Case, Outcome, Verdict
@@ -53,6 +53,12 @@ def import_before_the_clock() -> None:
     for module in _PRELOAD:
         importlib.import_module(module)
 
+
+#: How long a new child may take to import torch and the compile stack (a
+#: spawned one, on a busy machine) before it checks its first program.
+CHILD_START_S = 600.0
+#: What a child sends once it is ready to check.
+READY = "ready"
 
 #: Programs one child checks before it is replaced by a fresh one. torch
 #: keeps ~0.1 MB of host memory per compile even after ``torch._dynamo.reset()``
@@ -80,7 +86,7 @@ def check_case(case: Case) -> Outcome:
     return Outcome(Verdict.PASS, report=report)
 
 
-def start_method(device: str) -> str:
+def start_method(device: str) -> Literal["spawn", "forkserver"]:
     """How a child for a program on ``device`` is started: forked, unless CUDA is in play.
 
     A fork is cheap (torch is already imported in the forkserver), but a
@@ -218,6 +224,11 @@ class IsolatedChecker:
         self._process.start()
         child.close()
         self._connection = parent
+        # The child says when it has imported torch and the compile stack: a
+        # spawned one imports them itself, and no program's time limit counts that.
+        with contextlib.suppress(EOFError, OSError):
+            if parent.poll(CHILD_START_S):
+                parent.recv()
         self.children_started += 1
         self._checked_by_child = 0
         return parent
@@ -254,7 +265,9 @@ def _serve(connection: Connection, setup_modules: tuple[str, ...], dump_path: st
         # as the harness's error; it must not end the child unexplained.
         with contextlib.suppress(Exception):
             importlib.import_module(module)
+    import_before_the_clock()  # done already in a forked child; a spawned one imports here
     freeze_for_life()
+    connection.send(READY)
     while True:
         try:
             case = connection.recv()

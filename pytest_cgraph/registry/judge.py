@@ -89,7 +89,11 @@ class Judge:
 
     def known(self, case: Case, difference: Difference) -> KnownBug | None:
         """The registry entry that claims ``difference`` met by ``case``, if any."""
-        if not case.source:  # no program to replay or read calls from: the signature alone
+        if not case.source:
+            # No program to replay or read calls from: known only by a signature
+            # whose message names its bug alone (no calls or layer needed to tell).
+            if self.registry.narrows(difference) or self.registry.needs_layer(difference):
+                return None
             return self.registry.match(difference, lambda: None)
         return self.registry.match(
             difference, lambda: self.layer(case, difference), program_ops(case.source)

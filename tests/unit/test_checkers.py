@@ -157,3 +157,18 @@ def test_a_spawned_child_checks_programs_and_a_change_of_method_replaces_the_chi
         isolated.close()
     assert verdicts == [Verdict.PASS, Verdict.INVALID, Verdict.PASS]
     assert children == 2  # one spawned child for two programs, then a forked one
+
+
+def test_a_spawned_child_imports_torch_before_the_first_programs_time_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A spawned child imports torch, the compile stack and the setup modules
+    # itself (seconds on a busy machine): the first program's limit must not count that.
+    monkeypatch.setattr(checkers, "start_method", lambda device: "spawn")
+    # Its setup module sleeps longer than the limit while it is imported.
+    isolated = IsolatedChecker(("cgraph_doubles.slow_import",), timeout=4.0)
+    try:
+        outcome = isolated.check(case(ADD_ONE))
+    finally:
+        isolated.close()
+    assert outcome.verdict is Verdict.PASS, outcome

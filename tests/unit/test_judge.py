@@ -97,7 +97,12 @@ def test_a_test_with_no_inline_program_is_judged_by_its_signature_alone() -> Non
         asked.append(case.source)
         return "aot_eager"
 
-    rules = Judge(Registry([ENTRY, crash_entry]), layer_of)
+    # A broad signature's entry recorded without a layer and claiming any calls
+    # (no essential ones) must not claim a program it cannot see either.
+    layerless = KnownBug(
+        WRONG_OUTPUT.signature, None, Path("known/value-output.toml"), bug="b", essential=()
+    )
+    rules = Judge(Registry([layerless, crash_entry]), layer_of)
     unwritten = Case("", "cudagraphs", "cuda", 5)
     assert rules(unwritten, Outcome(Verdict.FAIL, overwritten)).known is crash_entry
     assert rules(unwritten, Outcome(Verdict.FAIL, WRONG_OUTPUT)).ruling is Ruling.NEW
