@@ -327,11 +327,15 @@ def _iterate(
                     _between_calls(side, advance, k, spec, raw, settings, ops)
         assert ops is not None
         ops.synchronize()
-        difference, overwritten, reused = _check_retained(retained, settings, ops)
+        captured = captured_graph_count(settings.backend)
+        # Only where graphs were captured on a device with a graph pool (CUDA):
+        # on CPU the trees skip capture, and a kept output changed under a
+        # later output's memory is a bug there.
+        in_pool = captured > 0 and ops.grads_in_graph_pool
+        difference, overwritten, reused = _check_retained(retained, settings, in_pool)
         retained.clear()
         if difference is not None:
             raise EquivalenceError(difference, _context(settings, device))
-        captured = captured_graph_count(settings.backend)
     return CheckReport(
         iterations=settings.iters,
         backend=settings.backend.name,
@@ -599,24 +603,23 @@ def _failed(observation: Observation, exc: Exception, phase: str) -> Observation
 
 
 def _check_retained(
-    retained: list[tuple[list[Any], list[Any]]], settings: CheckSettings, ops: DeviceOps
+    retained: list[tuple[list[Any], list[Any]]], settings: CheckSettings, in_pool: bool
 ) -> tuple[Difference | None, int, int]:
     """Re-read every output kept from every iteration: the first difference, and how many
-    outputs were overwritten as documented, with the error or by being returned again.
+    outputs were overwritten as documented, with the error or by a later replay.
 
     CUDA-graph trees overwrite an earlier call's outputs (documented: clone
     what you keep). Warm-up and recording outputs then raise the documented
     error; a replay's outputs are rebuilt over the memory the next replay
     writes again, without one (pytorch/pytorch#122192): the very tensors
-    (``cached_tensor_outputs``), or new tensors over the same storage (an
-    output aliasing another output or a saved tensor, a view AOTAutograd
-    regenerates). Both are the documented overwrite, counted; a kept output
-    that changed in memory no later output of its side occupies is a stale
-    output.
+    (``cached_tensor_outputs``), or (``in_pool``: graphs were captured on a
+    device with a graph pool) new tensors over the same storage, an output
+    aliasing another output or a saved tensor, a view AOTAutograd
+    regenerates. Both are the documented overwrite, counted, the second only
+    where the kept output holds a later call's value of that output. Any
+    other change is a stale output (a kept output whose pool memory a later
+    call's intermediates reused would be one too: not seen yet).
     """
-    # Only where the trees really keep a pool (CUDA): on CPU they skip capture,
-    # and a kept output changed under a later output's memory is a bug there.
-    by_memory = settings.backend.uses_cudagraphs and ops.grads_in_graph_pool
     overwritten = reused = 0
     for k, (eager_raw, compiled_raw) in enumerate(retained, start=1):
         for index, (expected, actual) in enumerate(zip(eager_raw, compiled_raw, strict=True)):
@@ -641,9 +644,12 @@ def _check_retained(
             )
             if found is None:
                 continue
-            if _returned_again(
-                actual, retained, k, COMPILED_SIDE, by_memory
-            ) and not _returned_again(expected, retained, k, EAGER_SIDE, by_memory):
+            if _returned_again(actual, retained, k, COMPILED_SIDE) and not _returned_again(
+                expected, retained, k, EAGER_SIDE
+            ):
+                reused += 1
+                continue
+            if in_pool and _rebuilt_over(actual, now, retained, k, index, settings):
                 reused += 1
                 continue
             return found.located(k, place, kind=Kind.STALE_OUTPUT), overwritten, reused
@@ -655,29 +661,50 @@ EAGER_SIDE, COMPILED_SIDE = 0, 1
 
 
 def _returned_again(
-    tensor: torch.Tensor,
-    retained: list[tuple[list[Any], list[Any]]],
-    iteration: int,
-    side: int,
-    by_memory: bool = False,
+    tensor: torch.Tensor, retained: list[tuple[list[Any], list[Any]]], iteration: int, side: int
 ) -> bool:
     """Whether ``side``'s outputs of an iteration after ``iteration`` include ``tensor``
-    itself, the same object, or (``by_memory``) a tensor over memory it occupies.
+    itself, the same object."""
+    return any(output is tensor for outputs in retained[iteration:] for output in outputs[side])
+
+
+def _rebuilt_over(
+    tensor: torch.Tensor,
+    now: TensorSnapshot,
+    retained: list[tuple[list[Any], list[Any]]],
+    iteration: int,
+    index: int,
+    settings: CheckSettings,
+) -> bool:
+    """Whether a later compiled output occupies ``tensor``'s memory and ``tensor`` now
+    holds a later call's value of its output (eager's, that call): a replay rebuilt it.
 
     On an H100 with torch 2.11, 54 kept outputs of a cudagraphs campaign held
     a later replay's values under new tensor objects over the same storage:
     identity alone called the documented overwrite a stale output.
     """
-    later = [output for outputs in retained[iteration:] for output in outputs[side]]
-    if any(output is tensor for output in later):
-        return True
-    if not by_memory:
-        return False
     span = _memory_span(tensor)
-    return span is not None and any(
+    later = retained[iteration:]
+    if span is None or not any(
         isinstance(output, torch.Tensor) and _overlaps(span, _memory_span(output))
-        for output in later
-    )
+        for _, compiled_raw in later
+        for output in compiled_raw
+    ):
+        return False
+    for eager_raw, _ in later:
+        value = eager_raw[index] if index < len(eager_raw) else None
+        if isinstance(value, torch.Tensor) and (
+            compare_values(
+                TensorSnapshot.of(value),
+                now,
+                settings.tolerance,
+                Kind.STALE_OUTPUT,
+                check_layout=False,
+            )
+            is None
+        ):
+            return True
+    return False
 
 
 def _memory_span(tensor: torch.Tensor) -> tuple[torch.device, int, int] | None:

@@ -127,9 +127,9 @@ class CudaGraphTreesDouble:
                 for earlier in self.all_handed_out:
                     with torch.no_grad():
                         earlier.add_(1)  # memory no output of this call occupies
-                fresh = tuple(buffer.clone() for buffer in graph.pool)
-                self.all_handed_out.extend(fresh)
-                return fresh
+                copies = tuple(buffer.clone() for buffer in graph.pool)
+                self.all_handed_out.extend(copies)
+                return copies
             if not self.cache_replay_outputs:
                 return self._hand_out(graph.pool)
             if not graph.cached:

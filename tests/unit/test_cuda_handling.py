@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 import torch
@@ -56,12 +57,16 @@ def test_kept_outputs_the_same_across_calls_are_no_difference() -> None:
     assert report.outputs_overwritten == 2  # the warm-up's and the recording's
 
 
-def test_replays_rebuilding_outputs_over_the_pool_are_the_documented_overwrite() -> None:
+def test_replays_rebuilding_outputs_over_the_pool_are_the_documented_overwrite(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # Real trees rebuild some outputs on every replay: new tensor objects over
     # the memory the next replay writes again, without the error. An H100 run
     # (torch 2.11) met 54 such kept outputs, once reported as stale outputs.
     trees = CudaGraphTreesDouble(cache_replay_outputs=False, invalidate=False)
     settings = CheckSettings(backend=resolve_backend(trees), ops=RecordingCudaOps())
+    # The trees' own records, as the double keeps them: one graph recorded.
+    monkeypatch.setattr(engine, "captured_graph_count", lambda backend: trees.recordings)
     report = run_check(affine, (), fresh_pair, settings)
     assert trees.replays == 3
     # Call 2's (the recording's) and calls 3 and 4's (replays) outputs hold a
@@ -69,6 +74,27 @@ def test_replays_rebuilding_outputs_over_the_pool_are_the_documented_overwrite()
     # warm-up's, in memory of their own, and call 5's the latest.
     assert report.outputs_returned_again == 3
     assert report.outputs_overwritten == 0
+
+
+def test_a_rebuilt_output_is_excused_only_holding_a_later_calls_value() -> None:
+    # Memory a later compiled output occupies is not enough: the kept output
+    # must hold that output's value of a later call (eager's), as a replay
+    # that rebuilt it over the pool would; anything else stays a stale output.
+    pool = torch.zeros(3)
+    kept, later = pool[:], pool.view(3)
+    pool.copy_(torch.tensor([5.0, 6.0, 7.0]))
+    settings = CheckSettings(backend=resolve_backend("eager"))
+    now = engine.TensorSnapshot.of(kept)
+
+    def retained(later_eager: torch.Tensor) -> list[tuple[list[Any], list[Any]]]:
+        return [([torch.ones(3)], [kept]), ([later_eager], [later])]
+
+    assert engine._rebuilt_over(kept, now, retained(torch.tensor([5.0, 6.0, 7.0])), 1, 0, settings)
+    assert not engine._rebuilt_over(
+        kept, now, retained(torch.tensor([1.0, 2.0, 3.0])), 1, 0, settings
+    )
+    elsewhere = [([torch.ones(3)], [kept]), ([torch.tensor([5.0, 6.0, 7.0])], [torch.zeros(3)])]
+    assert not engine._rebuilt_over(kept, now, elsewhere, 1, 0, settings)
 
 
 def test_on_cpu_a_kept_output_changed_under_a_later_outputs_memory_is_a_failure() -> None:
@@ -83,11 +109,14 @@ def test_on_cpu_a_kept_output_changed_under_a_later_outputs_memory_is_a_failure(
     assert caught.value.difference.kind is Kind.STALE_OUTPUT
 
 
-def test_silent_overwrite_of_retained_outputs_is_a_failure() -> None:
+def test_silent_overwrite_of_retained_outputs_is_a_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # Kept outputs changed in memory that no later output occupies: not the
     # documented overwrite, a stale output, on a device with a graph pool too.
     trees = CudaGraphTreesDouble(invalidate=False, scribble=True)
     settings = CheckSettings(backend=resolve_backend(trees), ops=RecordingCudaOps())
+    monkeypatch.setattr(engine, "captured_graph_count", lambda backend: trees.recordings)
     with pytest.raises(EquivalenceError) as caught:
         run_check(affine, (), fresh_pair, settings)
     assert caught.value.difference.kind is Kind.STALE_OUTPUT
