@@ -7,8 +7,8 @@ on a CUDA-graph backend is met by the same step in a plain loop, without the
 check around it: each step is compiled whole (forward, backward, optimizer
 step) and run ``--iters`` times beside an eager twin, with and without
 ``torch.compiler.cudagraph_mark_step_begin()`` before each call. One line per
-run: ``ok``, ``differs`` (largest difference of loss or weights) or the
-error's first line.
+run: ``ok``, ``differs`` (largest difference of loss, weights or grads) or
+the error's first line.
 """
 
 from __future__ import annotations
@@ -90,13 +90,21 @@ def run(name: str, backend: str, mark: bool, iters: int, device: str) -> str:
         try:
             loss = fn(model, opt, x, y).clone()
             weights = [p.detach().clone() for p in model.parameters()]
+            grads = [p.grad.clone() for p in model.parameters() if p.grad is not None]
         except Exception as error:  # the finding itself: reported, not raised
             first = str(error).strip().splitlines()[0][:110]
             return f"call {k + 1}: {type(error).__name__}: {first}"
         expected = step(twin, twin_opt, x, y)
         if device == "cuda":
             torch.cuda.synchronize()
-        pairs = [(loss, expected), *zip(weights, twin.parameters(), strict=True)]
+        twin_grads = [p.grad for p in twin.parameters() if p.grad is not None]
+        if len(grads) != len(twin_grads):
+            return f"call {k + 1}: {len(grads)} grads where eager has {len(twin_grads)}"
+        pairs = [
+            (loss, expected),
+            *zip(weights, twin.parameters(), strict=True),
+            *zip(grads, twin_grads, strict=True),
+        ]
         worst = max(worst, *((a - b.detach()).abs().max().item() for a, b in pairs))
     return "ok" if worst <= 1e-4 else f"differs (largest difference {worst:.3g})"
 

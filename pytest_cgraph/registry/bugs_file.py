@@ -112,7 +112,7 @@ def add_form(directory: Path, bug_id: str, form: str) -> Bug:
     assert start is not None  # read_bugs found it
     # Its forms one per line, or none yet (a bug written by hand before its first form).
     following = text.find("\n[[bug]]", start.end())  # its block ends at the next bug's
-    forms = _FORMS.search(text, start.end(), following if following != -1 else len(text))
+    forms = _FORMS.search(text, start.end(), following + 1 if following != -1 else len(text))
     if forms is None:
         raise FoldError(
             f"{bug_id}'s forms in {path} are not written one per line (forms = [ on a line of "
@@ -120,8 +120,12 @@ def add_form(directory: Path, bug_id: str, form: str) -> Bug:
         )
     listed = f'forms = [\n    "{form}",\n' + ("]\n" if forms.group(1) else "")
     path.write_text(text[: forms.start()] + listed + text[forms.end() :])
-    recompute_severities(directory)
-    return next(bug for bug in read_bugs(directory) if bug.id == bug_id)
+    try:
+        recompute_severities(directory)
+        return next(bug for bug in read_bugs(directory) if bug.id == bug_id)
+    except BaseException:
+        path.write_text(text)  # the bugs file as it was: no form listed without its entry
+        raise
 
 
 #: The start of a bug's forms list as this module writes it, or an empty one.

@@ -150,3 +150,16 @@ def test_an_entry_of_the_registry_itself_is_listed_not_copied(registry: Path) ->
     assert sorted(path.name for path in registry.iterdir()) == before
     (bug, _) = read_bugs(registry)
     assert "value-output-aot_eager-7.toml" in bug.forms
+
+
+def test_an_empty_forms_list_right_before_the_next_bug_takes_its_form(
+    registry: Path, repro_file: Path
+) -> None:
+    bugs = registry / "bugs.toml"
+    bugs.write_text(
+        '[[bug]]\nid = "new-one"\ntitle = "t"\nseverity = "crash"\nmechanism = "m"\n'
+        'essential = ["as_strided"]\nupstream = "none found"\nforms = []\n' + bugs.read_text()
+    )
+    assert main(["--fold", str(repro_file), "--bug", "new-one", "--into", str(registry)]) == 0
+    (bug,) = [bug for bug in read_bugs(registry) if bug.id == "new-one"]
+    assert len(bug.forms) == 1
