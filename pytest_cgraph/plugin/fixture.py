@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -46,8 +47,9 @@ class CgraphChecker:
         self.reports: list[CheckReport] = []
 
     @contextmanager
-    def _counted(self) -> Iterator[list[CheckReport]]:
-        """Count one check: its program, its time, and what it compiled and captured."""
+    def _counted(self, case: Case) -> Iterator[list[CheckReport]]:
+        """Count one check (``case``: its source, if any, and how it is checked): its
+        program, its time, and what it compiled and captured."""
         from pytest_cgraph.errors import EquivalenceError, InvalidProgram
 
         done: list[CheckReport] = []
@@ -59,7 +61,7 @@ class CgraphChecker:
             self.stats.count_invalid(str(invalid))
             raise
         except EquivalenceError as error:
-            self._count_failing(error)
+            self._count_failing(error, case)
             raise
         finally:
             self.stats.seconds += time.perf_counter() - started
@@ -67,21 +69,23 @@ class CgraphChecker:
             self.stats.count_report(report)
             self.reports.append(report)
 
-    def _count_failing(self, error: EquivalenceError) -> None:
+    def _count_failing(self, error: EquivalenceError, case: Case) -> None:
         """Count ``error``'s failing program; if it is a known torch bug, say so on it and
         count it as that bug seen again.
 
-        The fixture checks a function, not a program written out, so the
+        ``check`` checks a function, not a program written out, so its
         difference is judged by its signature alone (one whose message names
-        its bug); the test fails either way.
+        its bug); ``check_source`` has the program. The test fails either way.
         """
-        from pytest_cgraph.failures import Case
         from pytest_cgraph.registry.severity import severity_of
 
         difference = error.difference
-        backend = str(self.options.backend)
-        case = Case("", backend, self.device, self.options.iters)
-        known = self.known(case, difference) if self.known is not None else None
+        known = None
+        if self.known is not None:
+            # Naming the bug replays the program up the ladder (check_source): if
+            # that fails, the test still reports its own difference, unnamed.
+            with contextlib.suppress(Exception):
+                known = self.known(case, difference)
         where = str(known.path) if known is not None else None
         self.stats.count_hit(difference.signature, where, severity_of(difference))
         if known is not None:
@@ -96,7 +100,7 @@ class CgraphChecker:
         kwargs.setdefault("device", self.device)
         kwargs.setdefault("iters", self.options.iters)
         __tracebackhide__ = True
-        with self._counted() as done:
+        with self._counted(self._case("", kwargs)) as done:
             done.append(check_equivalent(fn, *args, **kwargs))
         return done[0]
 
@@ -112,9 +116,16 @@ class CgraphChecker:
         kwargs.setdefault("backend", self.options.backend)
         kwargs.setdefault("device", self.device)
         __tracebackhide__ = True
-        with self._counted() as done:
+        with self._counted(self._case(source, kwargs)) as done:
             done.append(check_source(source, **kwargs))
         return done[0]
+
+    def _case(self, source: str, settings: dict[str, Any]) -> Case:
+        """The check as a :class:`Case`: what its failure is judged on (overrides applied)."""
+        from pytest_cgraph.failures import Case
+
+        iters = settings.get("iters") or self.options.iters
+        return Case(source, str(settings["backend"]), str(settings["device"]), int(iters))
 
 
 @pytest.fixture

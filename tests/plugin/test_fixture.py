@@ -79,7 +79,7 @@ def test_a_check_that_meets_a_known_torch_bug_names_it(pytester: pytest.Pytester
     result.stdout.fnmatch_lines(
         [
             "*cannot mutate tensors with frozen storage*",
-            "*cgraph: a known torch bug, set-self-frozen-storage (torch-2.13/crash-*.toml)",
+            "*cgraph: a known torch bug, set-self-frozen-storage (torch-*/crash-*.toml)",
         ]
     )
     result.stdout.fnmatch_lines(["known: 1 signature(s) seen again, not failures"])
