@@ -77,7 +77,7 @@ class CgraphChecker:
         difference is judged by its signature alone (one whose message names
         its bug); ``check_source`` has the program. The test fails either way.
         """
-        from pytest_cgraph.registry.severity import severity_of
+        from pytest_cgraph.failures import Outcome, Verdict
 
         difference = error.difference
         known = None
@@ -87,7 +87,7 @@ class CgraphChecker:
             with contextlib.suppress(Exception):
                 known = self.known(case, difference)
         where = str(known.path) if known is not None else None
-        self.stats.count_hit(difference.signature, where, severity_of(difference))
+        self.stats.count_outcome(Outcome(Verdict.FAIL, difference), where)
         if known is not None:
             # add_note's effect, on Python 3.10 too: pytest shows ``__notes__``.
             setattr(error, "__notes__", [*getattr(error, "__notes__", []), known.named()])  # noqa: B010

@@ -23,8 +23,10 @@ from pytest_cgraph.failures import (
     Case,
     Failure,
     FailureText,
+    Outcome,
     ReproResult,
     ReproStatus,
+    Verdict,
 )
 from pytest_cgraph.oracle.errors import ConfigurationError, EquivalenceError
 from pytest_cgraph.plugin import session
@@ -257,11 +259,9 @@ def run_marked(item: pytest.Function, settings: MarkerSettings) -> None:
         failure = run.record_failure()
         stats = session.stats_of(item)
         known = _known_torch_bug(item.config, failure)
-        from pytest_cgraph.registry.severity import severity_of
-
         # A known bug fails the test all the same, but the summary counts no new bug.
         where = str(known.path) if known is not None else None
-        stats.count_hit(failure.signature, where, severity_of(failure.difference))
+        stats.count_outcome(Outcome(Verdict.FAIL, failure.difference), where)
         if known is None:
             stats.failures.append(failure)
         verbose = item.config.get_verbosity() > 0

@@ -118,7 +118,10 @@ class KnownBug:
 
     def named(self) -> str:
         """The line a failing test reads when it met this known bug: whose, and where filed."""
-        return f"cgraph: a known torch bug, {self.bug} ({self.path.parent.name}/{self.path.name})"
+        where = f"{self.path.parent.name}/{self.path.name}"
+        if self.bug is None:  # an entry of a user's registry, not a form of a filed bug
+            return f"cgraph: a known difference ({where})"
+        return f"cgraph: a known torch bug, {self.bug} ({where})"
 
     def same_claim(self, ops: frozenset[str]) -> bool:
         """Whether a program making ``ops`` is claimed by this entry on exactly the
