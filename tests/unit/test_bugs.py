@@ -54,6 +54,8 @@ def test_each_form_makes_its_bug_s_essential_calls(directory: Path) -> None:
 @pytest.mark.parametrize("directory", BASELINES, ids=[path.name for path in BASELINES])
 def test_a_bug_s_severity_is_the_worst_of_its_forms(directory: Path) -> None:
     for bug in read_bugs(directory):
+        if not bug.forms:
+            continue  # written by hand before its first form: its severity as written
         assert bug.severity == worst(
             [severity_of_entry((directory / f).read_text()) for f in bug.forms]
         ), bug.id
