@@ -57,6 +57,15 @@ def test_kept_outputs_the_same_across_calls_are_no_difference() -> None:
     assert report.outputs_overwritten == 2  # the warm-up's and the recording's
 
 
+def on_a_captured_pool(
+    trees: CudaGraphTreesDouble, monkeypatch: pytest.MonkeyPatch
+) -> CheckSettings:
+    """Settings that check with ``trees`` as on CUDA: a device with a graph pool, and
+    the graphs the double recorded counted as the trees' own records count them."""
+    monkeypatch.setattr(engine, "captured_graph_count", lambda backend: trees.recordings)
+    return CheckSettings(backend=resolve_backend(trees), ops=RecordingCudaOps())
+
+
 def test_replays_rebuilding_outputs_over_the_pool_are_the_documented_overwrite(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -64,10 +73,7 @@ def test_replays_rebuilding_outputs_over_the_pool_are_the_documented_overwrite(
     # the memory the next replay writes again, without the error. An H100 run
     # (torch 2.11) met 54 such kept outputs, once reported as stale outputs.
     trees = CudaGraphTreesDouble(cache_replay_outputs=False, invalidate=False)
-    settings = CheckSettings(backend=resolve_backend(trees), ops=RecordingCudaOps())
-    # The trees' own records, as the double keeps them: one graph recorded.
-    monkeypatch.setattr(engine, "captured_graph_count", lambda backend: trees.recordings)
-    report = run_check(affine, (), fresh_pair, settings)
+    report = run_check(affine, (), fresh_pair, on_a_captured_pool(trees, monkeypatch))
     assert trees.replays == 3
     # Call 2's (the recording's) and calls 3 and 4's (replays) outputs hold a
     # later call's values under tensors of their own; call 1's are the
@@ -115,8 +121,7 @@ def test_silent_overwrite_of_retained_outputs_is_a_failure(
     # Kept outputs changed in memory that no later output occupies: not the
     # documented overwrite, a stale output, on a device with a graph pool too.
     trees = CudaGraphTreesDouble(invalidate=False, scribble=True)
-    settings = CheckSettings(backend=resolve_backend(trees), ops=RecordingCudaOps())
-    monkeypatch.setattr(engine, "captured_graph_count", lambda backend: trees.recordings)
+    settings = on_a_captured_pool(trees, monkeypatch)
     with pytest.raises(EquivalenceError) as caught:
         run_check(affine, (), fresh_pair, settings)
     assert caught.value.difference.kind is Kind.STALE_OUTPUT
