@@ -261,18 +261,29 @@ def first_line(text: str) -> str:
 
 
 # Dynamo's structured errors open with a generic line ("RuntimeError when
-# making fake tensor call") and name what failed on an ``Explanation:`` line,
-# ending in the inner error (``got ValueError('...')``).
-_EXPLANATION = re.compile(r"^\s*Explanation:\s*(.*)$", re.MULTILINE)
+# making fake tensor call") and name what failed in an ``Explanation:``
+# paragraph, ending in the inner error (``got ValueError('...')``). The
+# paragraph runs on over indented lines where an argument's repr wraps (a
+# FakeTensor with a grad_fn or a dtype), up to the next ``Name:`` field
+# (``Hint:``, ``Developer debug context:``) or a blank line.
+_EXPLANATION = re.compile(
+    r"^\s*Explanation:\s*(.*?)(?=\n\s*\n|\n\s*[A-Z][A-Za-z ]*:\s|\Z)",
+    re.MULTILINE | re.DOTALL,
+)
 
 
 def bug_line(text: str) -> str:
-    """The line that names the bug: the first, and Dynamo's explanation's inner error if any."""
+    """The line that names the bug: the first, and Dynamo's explanation's inner error if any.
+
+    The inner error alone names the bug: the call Dynamo failed on (its op,
+    its arguments' shapes) is the program's, so two ops that meet one
+    mechanism share a line.
+    """
     head = first_line(text)
     explanation = _EXPLANATION.search(text)
     if explanation is None:
         return head
-    detail = explanation.group(1).strip()
+    detail = " ".join(explanation.group(1).split())
     _, got, inner = detail.rpartition(" got ")
     if not got:
         return f"{head}: {detail}"

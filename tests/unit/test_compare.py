@@ -259,6 +259,36 @@ def test_dynamo_s_generic_first_line_is_keyed_by_the_error_it_explains() -> None
     )
 
 
+def test_a_wrapped_explanation_is_keyed_by_its_inner_error_not_the_call() -> None:
+    # A FakeTensor's repr with a grad_fn wraps the explanation over lines;
+    # the op Dynamo failed on (add_, transpose_) is the program's, not the bug's.
+    inner = (
+        "got RuntimeError('Output 0 of ApplyTemplateBackward is a view and is being"
+        " modified inplace. This view was created inside a custom Function')"
+    )
+
+    def wrapped(call: str) -> str:
+        return (
+            "RuntimeError when making fake tensor call\n"
+            "  Explanation: Dynamo failed to run FX node with fake tensors: "
+            f"call_method {call}(*(FakeTensor(..., device='cuda:0', size=(3, 3, 2),\n"
+            f"               grad_fn=<ApplyTemplateBackward>), 2), **{{}}): {inner}\n"
+            "  Hint: Your code may result in an error when running in eager.\n"
+            "  Developer debug context: \n"
+        )
+
+    assert message_key(wrapped("add_")) == message_key(wrapped("transpose_"))
+    assert normalised_message(wrapped("add_")) == (
+        "RuntimeError when making fake tensor call: RuntimeError: Output N of"
+        " ApplyTemplateBackward is a view and is being modified inplace. This view was"
+        " created inside a custom Function"
+    )
+    # The same error with the explanation on one line is the same bug.
+    assert message_key(wrapped("mul_").replace(",\n               grad_fn", ", grad_fn")) == (
+        message_key(wrapped("add_"))
+    )
+
+
 def test_a_compiler_wrapper_is_named_with_what_it_wraps() -> None:
     from torch._dynamo.exc import BackendCompilerFailed
 
