@@ -533,9 +533,21 @@ def replay_verdict(path: Path) -> FileReplay:
 
 
 def first_diverging_layer(case: Case, difference: Difference) -> str | None:
-    """The first layer of the ladder that shows ``difference`` (replays ``case`` up it):
-    what a judge asks only when the layer tells a known difference from a new one."""
-    return locate_layer(case, difference)[0]
+    """The first rung of the ladder that departs from eager (replays ``case`` up it):
+    what a judge asks only when the layer tells a known difference from a new one.
+
+    That is the rung that shows ``difference`` or, where a lower rung fails
+    differently, that lower rung: its own failure may hide this one there,
+    so the ladder cannot place ``difference`` above it, yet a registered bug
+    of this signature located at that rung, whose calls the program makes,
+    is this one (a broad signature is matched on the program's calls too).
+    A program that writes an input in place meets AOTAutograd's write-back
+    error at ``aot_eager`` and still shows a known gradient bug whole.
+    """
+    location = locate_layer(case, difference)
+    if location.layer is None and location.untold_by is not None:
+        return location.untold_by.name
+    return location.layer
 
 
 def locate_layer(case: Case, like: Difference | None = None) -> Location:

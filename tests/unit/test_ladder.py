@@ -15,7 +15,9 @@ from pytest_cgraph.errors import EquivalenceError
 from pytest_cgraph.failures import Case, Failure
 from pytest_cgraph.oracle import driver, ladder
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
-from pytest_cgraph.recording.repro import locate_layer, make_repro
+from pytest_cgraph.recording.repro import first_diverging_layer, locate_layer, make_repro
+from pytest_cgraph.registry.entries import Registry, baseline_dir, program_ops
+from pytest_cgraph.registry.judge import Judge
 
 #: A rung that crashes while compiling any program: a lower layer with a bug
 #: of its own, whatever the failure being located is.
@@ -134,6 +136,48 @@ def test_the_climb_stops_at_a_rung_that_fails_differently(
     location = ladder.locate(rungs, failure.difference)
     assert location.layer is None and not location.cudagraph_specific
     assert location.untold_by == rungs[-1]
+
+
+# An input written with a value that needs grad: AOTAutograd's write-back
+# fails aot_eager's backward (a version-counter crash); the cudagraphs
+# backend runs it and shows autograd.grad's one-node bug (p1 gains a grad).
+MASKED_GRAD_BUG = """
+import torch
+
+
+def program(a0, p1, p2):
+    v0 = p2 * 2
+    a0.mul_(v0)
+    torch.autograd.grad(p1.sum(), p2, retain_graph=True, allow_unused=True)
+    return (v0,)
+
+
+def inputs(k):
+    return (torch.ones(2), torch.nn.Parameter(torch.ones(3)), torch.nn.Parameter(torch.ones(2)))
+"""
+
+
+def test_a_judge_knows_a_bug_a_lower_rung_masks_by_the_rung_and_its_calls() -> None:
+    failure = failing(MASKED_GRAD_BUG, "cudagraphs")
+    assert failure.signature == "grad-grad-presence"
+    location = locate_layer(failure.case, failure.difference)
+    assert location.layer is None and location.untold_by is not None
+    assert location.untold_by.name == "aot_eager"  # the write-back crash
+    assert first_diverging_layer(failure.case, failure.difference) == "aot_eager"
+    shipped = baseline_dir(torch.__version__)
+    if shipped is None:
+        pytest.skip(f"no shipped baseline for torch {torch.__version__}")
+    judge = Judge(Registry.load([shipped]), first_diverging_layer)
+    known = judge.known(failure.case, failure.difference)
+    assert known is not None and known.bug == "one-node-unused-outputs"
+    # The rung alone does not claim it: a program without the bug's calls is new.
+    without_grad = failure.case.source.replace(
+        "torch.autograd.grad(p1.sum(), p2, retain_graph=True, allow_unused=True)", "p1.sum()"
+    )
+    assert (
+        judge.registry.match(failure.difference, lambda: "aot_eager", program_ops(without_grad))
+        is None
+    )
 
 
 def test_the_bug_report_says_which_rung_fails_differently(
