@@ -133,6 +133,45 @@ def lost_autograd(n: int, run: Callable[..., Any], args: Sequence[Any], state: d
     return outputs if n <= RECORD else tuple(o.detach() for o in outputs)
 
 
+def _is_transfer(node: torch.fx.Node) -> bool:
+    """A device move in Dynamo's graph: ``cpu()``, ``cuda()``, or ``to`` naming a device."""
+    if node.op != "call_method" or node.target not in ("to", "cpu", "cuda"):
+        return False
+    if node.target != "to":
+        return True
+    named = [*node.args[1:], node.kwargs.get("device")]
+    return any(isinstance(a, (str, torch.device)) for a in named)
+
+
+class _FrozenTransfers(torch.fx.Interpreter):
+    """Runs a graph, handing each device move the value it copied at record time."""
+
+    def __init__(self, graph: torch.fx.GraphModule, n: int, frozen: dict[str, torch.Tensor]):
+        super().__init__(graph)
+        self.n = n
+        self.frozen = frozen
+
+    def run_node(self, node: torch.fx.Node) -> Any:
+        value = super().run_node(node)
+        if not (_is_transfer(node) and isinstance(value, torch.Tensor)):
+            return value
+        if self.n == RECORD:
+            self.frozen[node.name] = value.detach().clone()
+        elif self.n > RECORD and node.name in self.frozen:
+            # The recorded values, with the copy's own gradient path kept: the
+            # fault is in the data a replay moves, nothing else.
+            return value + (self.frozen[node.name] - value.detach())
+        return value
+
+
+def stale_transfers(n: int, run: Callable[..., Any], args: Sequence[Any], state: dict) -> Any:
+    """Replays' device copies read the buffer they read at record time (a captured
+    host-to-device copy of a host tensor that has since changed), and nothing else goes wrong."""
+    frozen = state.setdefault("frozen", {})
+    with torch.fx.traceback.preserve_node_meta():
+        return _FrozenTransfers(state["graph"], n, frozen).run(*args)
+
+
 def stale_gradients_backend() -> Callable[..., Any]:
     """AOTAutograd whose compiled backward returns record-time gradients when replaying."""
 
@@ -260,6 +299,13 @@ FAULTS = (
         "value",
         ReplayBackend("faulty_lagging_outputs", lagging_outputs),
         lambda x, y: x - y,
+        fresh=_fresh_pair,
+    ),
+    FaultCase(
+        "stale_transfers",
+        "value",
+        ReplayBackend("faulty_stale_transfers", stale_transfers),
+        lambda x, y: x.to(y.device, copy=True) * y,
         fresh=_fresh_pair,
     ),
     FaultCase(

@@ -36,3 +36,14 @@ def test_faults_are_registered_by_name() -> None:
     case = next(c for c in FAULTS if c.name == "lost_input_mutation")
     with pytest.raises(EquivalenceError, match="mutation difference at iteration 3"):
         check_equivalent(case.program, *case.arguments(), backend="faulty_lost_input_mutation")
+
+
+def test_the_transfer_fault_is_confined_to_device_moves() -> None:
+    case = next(c for c in FAULTS if c.name == "stale_transfers")
+    assert case.fresh is not None
+    # The same data flow without a device move, and a dtype cast (not a move): faithful.
+    for program in (lambda x, y: x * y, lambda x, y: x.to(y.dtype) * y):
+        report = check_equivalent(program, backend=case.backend, fresh_args=case.fresh)
+        assert report.iterations == 5
+    with pytest.raises(EquivalenceError, match="value difference at iteration 3"):
+        check_equivalent(lambda x, y: x.cpu() + y, backend=case.backend, fresh_args=case.fresh)
