@@ -565,6 +565,17 @@ def _is_int_constant(node: ast.expr) -> bool:
 
 
 #: What :func:`program_ops` adds for a program compiled in stages (``COMPILE``).
+#: Errors autograd raises from its own checks, whatever compiled the program:
+#: many mechanisms end in each (any compiled write that autograd records on a
+#: leaf, a saved tensor or a custom Function's view). A crash with one of
+#: them is a registered bug's only if the program makes the bug's calls.
+AUTOGRAD_CHECKS = (
+    "a leaf Variable that requires grad is being used in an in-place operation",
+    "one of the variables needed for gradient computation has been modified by an inplace",
+    "is a view and is being modified inplace",
+    "Trying to backward through the graph a second time",
+)
+
 STAGED = "COMPILE"
 #: ... for ``inputs(k)`` that chooses by call (``a0[0:1] if k % 2 else ...``).
 INPUTS_BY_CALL = "INPUTS_BY_CALL"
@@ -710,11 +721,15 @@ class Registry:
         tensor written in place): then entries of different calls share it,
         and a program that makes none of their calls is a mechanism of its
         own. (The same entry held twice, a repro file and the entry recorded
-        from it, shares nothing; nor do the forms of one bug.) Any other signature is broad, and the
-        program's calls narrow it. So is a dead process's site: a
-        crash in a compiled graph's C++ has no finer one.
+        from it, shares nothing; nor do the forms of one bug.) autograd's own
+        checks (:data:`AUTOGRAD_CHECKS`) are such messages whatever the
+        registry holds: one bug's entries alone do not make them its. Any
+        other signature is broad, and the program's calls narrow it. So is a
+        dead process's site: a crash in a compiled graph's C++ has no finer one.
         """
         if not difference.message or difference.ends_process:
+            return True
+        if any(check in difference.message for check in AUTOGRAD_CHECKS):
             return True
         return len({entry.kin for entry in self._entries.get(difference.signature, [])}) > 1
 

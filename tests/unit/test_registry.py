@@ -372,3 +372,24 @@ def test_a_plain_function_the_program_calls_lends_it_its_calls() -> None:
         "def program(a0):\n    return (checkpointed_sin(a0),)\n"
     )
     assert program_ops(template) == {"checkpointed_sin"}
+
+
+def test_an_autograd_check_one_bug_holds_is_still_narrowed_by_its_calls(tmp_path: Path) -> None:
+    # autograd's leaf check ends many mechanisms: a double backward through a
+    # graph break raises it too, with none of the registered bug's calls.
+    leaf = Difference(
+        **{
+            **CRASH.__dict__,
+            "message": "a leaf Variable that requires grad is being used in an in-place operation.",
+        }
+    )
+    repro(tmp_path, "no-grad-write", leaf.signature, "aot_eager", "def program(a0):\n    pass\n")
+    bugs_file(
+        tmp_path,
+        '[[bug]]\nid = "one"\ntitle = "t"\nseverity = "crash"\nmechanism = "m"\n'
+        'essential = ["no_grad"]\nforms = ["no-grad-write.py"]\n',
+    )
+    registry = Registry.load([tmp_path])
+    assert registry.narrows(leaf) and not registry.narrows(CRASH)
+    assert registry.match(leaf, lambda: None, frozenset({"no_grad", "mul_"})) is not None
+    assert registry.match(leaf, lambda: None, frozenset({"grad", "graph_break"})) is None
