@@ -60,7 +60,12 @@ SYMPTOMS = ("silent", "crash", "metadata")
 KEYS = {"issue", "title", "area", "backend", "symptom", "script", "status", "note"}
 #: Keys a bug may have: ``duplicate_of``, the issue upstream closed it as a duplicate of
 #: (the same mechanism met through another API): counted once.
-OPTIONAL_KEYS = {"duplicate_of", "known_as"}
+OPTIONAL_KEYS = {"duplicate_of", "known_as", "gap"}
+#: Why no campaign can count a bug yet, a ``gap``'s first word: the generator
+#: cannot draw its program class, the oracle does not observe its symptom, or
+#: the generator can draw it and no campaign has met it (no baseline bug is its
+#: mechanism to be counted as yet).
+GAPS = ("generator", "oracle", "drawable")
 
 
 class CorpusError(ValueError):
@@ -84,6 +89,8 @@ class CorpusBug:
     duplicate_of: int | None = None
     #: The baseline bugs (``bugs.toml`` ids) that are this bug's mechanism.
     known_as: tuple[str, ...] = ()
+    #: Why no campaign can count it yet (``GAPS``, then what is missing).
+    gap: str = ""
 
     @property
     def expected_exit(self) -> int:
@@ -124,6 +131,9 @@ def _bug(table: dict[str, object], source: Path, number: int, corpus: Path) -> C
     known_as = table.get("known_as", [])
     if not isinstance(known_as, list) or not all(isinstance(bug, str) for bug in known_as):
         raise CorpusError(f"{where}: known_as must be a list of baseline bug ids, not {known_as!r}")
+    gap = table.get("gap", "")
+    if not isinstance(gap, str) or (gap and gap.split(":")[0] not in GAPS):
+        raise CorpusError(f"{where}: gap must start with one of {', '.join(GAPS)}, not {gap!r}")
     for key, allowed in (("area", AREAS), ("status", STATUSES), ("symptom", SYMPTOMS)):
         if table[key] not in allowed:
             raise CorpusError(f"{where}: {key} {table[key]!r}; one of {', '.join(allowed)}")
@@ -147,6 +157,7 @@ def _bug(table: dict[str, object], source: Path, number: int, corpus: Path) -> C
         source=source,
         duplicate_of=duplicate_of,
         known_as=tuple(known_as),
+        gap=gap,
     )
 
 
@@ -280,6 +291,14 @@ def reach(bugs: list[CorpusBug], paths: list[Path]) -> list[str]:
     )
     new = sum(len(data.get("failures") or []) for _, data in reports)
     lines.append(f"new findings in the reports, for that triage: {new}")
+    unmapped = [bug for bug in distinct if not bug.known_as]
+    why = Counter(bug.gap.split(":")[0] if bug.gap else "untriaged" for bug in unmapped)
+    if unmapped:
+        lines.append(
+            "why the unmapped cannot be counted: "
+            + ", ".join(f"{kind} {count}" for kind, count in why.most_common())
+        )
+    lines += [f"#{bug.issue:<7} {bug.gap or 'untriaged'}" for bug in unmapped]
     return lines
 
 

@@ -65,6 +65,7 @@ def test_a_script_that_no_longer_gives_its_status_fails_verify(
         (lambda text: text.replace("gh4.py", "gone.py"), "no script"),
         (lambda text: text.replace('"scripts/gh4.py"', '""'), "needs its script"),
         (lambda text: text + "duplicate_of = 'x'\n", "duplicate_of must be an issue number"),
+        (lambda text: text + "gap = 'too hard'\n", "gap must start with one of"),
     ],
 )
 def test_a_bad_corpus_file_is_one_line(
@@ -88,6 +89,10 @@ def test_reach_counts_a_corpus_bug_met_through_its_known_bug(
     text = toml.read_text().replace(
         'script = "scripts/gh5.py"\nstatus = "reproduces"\n',
         'script = "scripts/gh5.py"\nstatus = "reproduces"\nknown_as = ["expand-write-summed"]\n',
+    )
+    text = text.replace(
+        'script = "scripts/gh7.py"\nstatus = "reproduces"\n',
+        'script = "scripts/gh7.py"\nstatus = "reproduces"\ngap = "generator: no module hooks"\n',
     )
     toml.write_text(
         text.replace(
@@ -115,3 +120,5 @@ def test_reach_counts_a_corpus_bug_met_through_its_known_bug(
     assert out[2].startswith("met 1 of 2 corpus bugs mapped to a known bug, by 1 report(s)")
     assert "1 of the 3 distinct reproducing bugs have no mapping yet" in out[2]
     assert out[3] == "new findings in the reports, for that triage: 1"
+    assert out[4] == "why the unmapped cannot be counted: generator 1"
+    assert out[5].split() == ["#7", "generator:", "no", "module", "hooks"]
