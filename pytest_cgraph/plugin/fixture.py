@@ -17,7 +17,7 @@ from pytest_cgraph.reporting.stats import RunStats
 if TYPE_CHECKING:
     from pytest_cgraph.checking.runner import CheckReport
     from pytest_cgraph.errors import EquivalenceError
-    from pytest_cgraph.failures import Case
+    from pytest_cgraph.failures import Case, Failure
     from pytest_cgraph.oracle.difference import Difference
     from pytest_cgraph.registry.entries import KnownBug
 
@@ -38,18 +38,23 @@ class CgraphChecker:
         device: str,
         stats: RunStats | None = None,
         known: Callable[[Case, Difference], KnownBug | None] | None = None,
+        item: pytest.Item | None = None,
     ) -> None:
         self.options = options
         self.device = device
         self.stats = stats if stats is not None else RunStats()
         #: Which known torch bug a difference is (the session's judge), if any.
         self.known = known
+        #: The test checking: a failing check's repro is written for it.
+        self.item = item
         self.reports: list[CheckReport] = []
 
     @contextmanager
-    def _counted(self, case: Case) -> Iterator[list[CheckReport]]:
-        """Count one check (``case``: its source, if any, and how it is checked): its
-        program, its time, and what it compiled and captured."""
+    def _counted(
+        self, failing: Callable[[EquivalenceError], Failure]
+    ) -> Iterator[list[CheckReport]]:
+        """Count one check: its program, its time, and what it compiled and captured;
+        a difference as the failure ``failing`` makes of it (its repro written)."""
         from pytest_cgraph.errors import EquivalenceError, InvalidProgram
 
         done: list[CheckReport] = []
@@ -61,7 +66,7 @@ class CgraphChecker:
             self.stats.count_invalid(str(invalid))
             raise
         except EquivalenceError as error:
-            self._count_failing(error, case)
+            self._report_failing(error, failing(error))
             raise
         finally:
             self.stats.seconds += time.perf_counter() - started
@@ -69,28 +74,41 @@ class CgraphChecker:
             self.stats.count_report(report)
             self.reports.append(report)
 
-    def _count_failing(self, error: EquivalenceError, case: Case) -> None:
-        """Count ``error``'s failing program; if it is a known torch bug, say so on it and
-        count it as that bug seen again.
+    def _report_failing(self, error: EquivalenceError, failure: Failure) -> None:
+        """Count ``failure``; name the known torch bug it is, or list it as new; and
+        make ``error`` end in its repro line, as a marked test's failure does.
 
-        ``check`` checks a function, not a program written out, so its
-        difference is judged by its signature alone (one whose message names
-        its bug); ``check_source`` has the program. The test fails either way.
+        The error itself is raised on (a test may expect it): what pytest
+        shows of it, when it fails the test, is the text attached here.
         """
-        from pytest_cgraph.failures import Outcome, Verdict
+        from pytest_cgraph.failures import FailureText, Outcome, Verdict
 
-        difference = error.difference
         known = None
         if self.known is not None:
-            # Naming the bug replays the program up the ladder (check_source): if
-            # that fails, the test still reports its own difference, unnamed.
+            # Naming the bug replays the program up the ladder: if that fails,
+            # the test still reports its own difference, unnamed.
             with contextlib.suppress(Exception):
-                known = self.known(case, difference)
+                known = self.known(failure.case, failure.difference)
         where = str(known.path) if known is not None else None
-        self.stats.count_outcome(Outcome(Verdict.FAIL, difference), where)
-        if known is not None:
+        self.stats.count_outcome(Outcome(Verdict.FAIL, failure.difference), where)
+        if known is None:
+            self.stats.failures.append(failure)
+        else:
             # add_note's effect, on Python 3.10 too: pytest shows ``__notes__``.
             setattr(error, "__notes__", [*getattr(error, "__notes__", []), known.named()])  # noqa: B010
+        if failure.repro is None:
+            return
+        verbose = self.item is not None and self.item.config.get_verbosity() > 0
+        notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", []))
+        context = f"\n{error.context}" if error.context else ""
+        words = f"{failure.difference.describe(verbose)}{context}{notes}\ncgraph "
+        FailureText.ending_in_repro_line(words, failure).attach(error)
+
+    def _unwritten(self, case: Case) -> Callable[[EquivalenceError], Failure]:
+        """A failure of ``case`` with no repro: a check with no test to write it for."""
+        from pytest_cgraph.failures import Failure
+
+        return lambda error: Failure(case, error.difference)
 
     def check(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> CheckReport:
         """Check ``fn`` on ``args``; keywords override the session's backend, device, iters."""
@@ -100,9 +118,34 @@ class CgraphChecker:
         kwargs.setdefault("device", self.device)
         kwargs.setdefault("iters", self.options.iters)
         __tracebackhide__ = True
-        with self._counted(self._case("", kwargs)) as done:
+        with self._counted(self._recorded(fn, args, kwargs)) as done:
             done.append(check_equivalent(fn, *args, **kwargs))
         return done[0]
+
+    def _recorded(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], settings: dict[str, Any]
+    ) -> Callable[[EquivalenceError], Failure]:
+        """How a failing check of ``fn(*args)`` becomes a failure: its call written out
+        as a program (the marker's way), whose repro file is written and whose
+        calls and layer tell the known bug it may be."""
+
+        def failing(error: EquivalenceError) -> Failure:
+            from pytest_cgraph.plugin.marker import FailedCall, record_call
+
+            names = _parameter_names(fn, len(args))
+            if self.item is None or names is None:
+                # *args, keyword-only or a builtin: no program to write; the
+                # difference is judged by its signature alone.
+                return self._unwritten(self._case("", settings))(error)
+            call = FailedCall(error, fn, names, list(args))
+            iters = int(settings.get("iters") or self.options.iters)
+            rtol, atol = settings.get("rtol"), settings.get("atol")
+            backend = settings["backend"]
+            return record_call(
+                self.item, FIXTURE_FAMILY, call, backend, iters, rtol, atol, self.options.repro_dir
+            )
+
+        return failing
 
     def check_source(self, source: str, /, **kwargs: Any) -> CheckReport:
         """Check a program's source (a repro file's program) with the session's backend.
@@ -116,7 +159,7 @@ class CgraphChecker:
         kwargs.setdefault("backend", self.options.backend)
         kwargs.setdefault("device", self.device)
         __tracebackhide__ = True
-        with self._counted(self._case(source, kwargs)) as done:
+        with self._counted(self._unwritten(self._case(source, kwargs))) as done:
             done.append(check_source(source, **kwargs))
         return done[0]
 
@@ -137,4 +180,20 @@ def cgraph(request: pytest.FixtureRequest) -> CgraphChecker:
         session.device(config),
         session.stats_of(request.node),
         known=lambda case, difference: session.known_torch_bug(config, case, difference),
+        item=request.node,
     )
+
+
+def _parameter_names(fn: Callable[..., Any], count: int) -> list[str] | None:
+    """``fn``'s names for ``count`` positional arguments, if each has one it can be
+    passed by (what a program written out of the call passes them as)."""
+    import inspect
+
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    named = [p for p in parameters if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    if len(named) != len(parameters) or len(named) != count:
+        return None
+    return [p.name for p in named]

@@ -14,6 +14,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -194,44 +195,62 @@ class MarkedRun:
 
     def record_failure(self) -> Failure:
         """The last failing call as a failure, its repro written where it can be inlined."""
-        from pytest_cgraph.recording.repro import make_repro, verify_repro
-        from pytest_cgraph.recording.standalone import NotInlinable, backend_name, program_source
-
         call = self.failed_call
         assert call is not None
-        device = session.device(self.item.config)
-        setup_modules = session.plugin_modules(self.item.config)
-        try:
-            backend = backend_name(self.backend)
-            source, size = program_source(
-                call.function,
-                call.names,
-                call.values,
-                self.iters,
-                self.settings.rtol,
-                self.settings.atol,
-            )
-        except NotInlinable as reason:
-            unwritten = Case("", str(self.backend), device, self.iters, nodeid=self.item.nodeid)
-            repro = ReproResult(ReproStatus.NOT_INLINABLE, detail=str(reason))
-            return Failure(unwritten, call.error.difference, repro)
-        case = Case(
-            source=source,
-            backend=backend,
-            device=device,
-            iters=self.iters,
-            family="marker",
-            nodeid=self.item.nodeid,
-            size=size,
-            setup_modules=setup_modules,
-            replay=f"pytest --cgraph '{self.item.nodeid}'",
+        return record_call(
+            self.item,
+            "marker",
+            call,
+            self.backend,
+            self.iters,
+            self.settings.rtol,
+            self.settings.atol,
+            self.options.repro_dir,
         )
-        failure = Failure(case, call.error.difference)
-        if hasattr(self.item.config, "workerinput"):
-            # An xdist worker verifies; the controller, which alone writes
-            # the repro dir, writes it when the report arrives.
-            return verify_repro(failure, self.options.repro_dir)
-        return make_repro(failure, self.options.repro_dir)
+
+
+def record_call(
+    item: pytest.Item,
+    family: str,
+    call: FailedCall,
+    backend: str | Callable[..., Any],
+    iters: int,
+    rtol: float | None,
+    atol: float | None,
+    repro_dir: Path,
+) -> Failure:
+    """A test's failing call (a marked test's, a ``cgraph`` fixture check's) as a
+    failure, its repro written where the call can be inlined as a program.
+
+    An xdist worker only verifies: the controller, which alone writes the
+    repro dir, writes it when the report arrives.
+    """
+    from pytest_cgraph.recording.repro import make_repro, verify_repro
+    from pytest_cgraph.recording.standalone import NotInlinable, backend_name, program_source
+
+    device = session.device(item.config)
+    try:
+        name = backend_name(backend)
+        source, size = program_source(call.function, call.names, call.values, iters, rtol, atol)
+    except NotInlinable as reason:
+        unwritten = Case("", str(backend), device, iters, family=family, nodeid=item.nodeid)
+        repro = ReproResult(ReproStatus.NOT_INLINABLE, detail=str(reason))
+        return Failure(unwritten, call.error.difference, repro)
+    case = Case(
+        source=source,
+        backend=name,
+        device=device,
+        iters=iters,
+        family=family,
+        nodeid=item.nodeid,
+        size=size,
+        setup_modules=session.plugin_modules(item.config),
+        replay=f"pytest --cgraph '{item.nodeid}'",
+    )
+    failure = Failure(case, call.error.difference)
+    if hasattr(item.config, "workerinput"):
+        return verify_repro(failure, repro_dir)
+    return make_repro(failure, repro_dir)
 
 
 def run_marked(item: pytest.Function, settings: MarkerSettings) -> None:

@@ -83,3 +83,38 @@ def test_a_check_that_meets_a_known_torch_bug_names_it(pytester: pytest.Pytester
         ]
     )
     result.stdout.fnmatch_lines(["known: 1 signature(s) seen again, not failures"])
+
+
+FAILS_WITH_A_PROGRAM = """
+import torch
+
+
+def test_a_model_that_differs(cgraph):
+    def model(x, y):
+        return torch.relu(x) * y
+
+    cgraph.check(model, torch.randn(4), torch.ones(4), backend="relu_accuracy_error_TESTING_ONLY")
+"""
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+def test_a_failing_check_writes_its_call_as_a_repro_file(
+    pytester: pytest.Pytester, workers: list[str]
+) -> None:
+    # The check's function and arguments, written out as a program: the
+    # failure ends in the repro line, and the file replays the difference.
+    pytester.makepyfile(FAILS_WITH_A_PROGRAM)
+    run = pytester.runpytest_subprocess if workers else pytester.runpytest
+    result = run("--cgraph", "-m", "not cgraph", "-p", "no:cacheprovider", *workers)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*value difference at iteration 1, output #0*",
+            "cgraph repro (written): cgraph-repros/value-output*.py*",
+            "failures: 1 new signature(s) (1 silent), 1 with a verified repro",
+        ]
+    )
+    (repro,) = (pytester.path / "cgraph-repros").glob("value-output*.py")
+    text = repro.read_text()
+    assert "def model(x, y):" in text and "relu_accuracy_error_TESTING_ONLY" in text
+    assert "# found by: test_a_failing_check_writes_its_call_as_a_repro_file.py" in text

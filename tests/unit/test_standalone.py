@@ -209,3 +209,19 @@ def test_what_cannot_be_written_inline_is_refused_with_the_reason(
 ) -> None:
     with pytest.raises(NotInlinable, match=reason):
         program_source(function, ["x"][: len(values)], values, iters=1)  # type: ignore[arg-type]
+
+
+def test_a_function_defined_in_a_test_is_written_at_module_level_unless_it_closes_over() -> None:
+    scale = 3.0
+
+    def model(x: torch.Tensor) -> torch.Tensor:
+        return F.relu(x) * math.pi
+
+    def scaled_model(x: torch.Tensor) -> torch.Tensor:
+        return x * scale
+
+    source, _ = program_source(model, ["x"], [torch.tensor([-1.0, 2.0])], iters=2)
+    program = load_source(source, "<nested test>")[PROGRAM]
+    torch.testing.assert_close(program(torch.tensor([-1.0, 2.0])), torch.tensor([0.0, 2 * math.pi]))
+    with pytest.raises(NotInlinable, match="reads scale of the function it is defined in"):
+        program_source(scaled_model, ["x"], [torch.ones(1)], iters=2)
