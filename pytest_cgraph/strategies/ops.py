@@ -386,8 +386,17 @@ def _split(ctx: Context) -> tuple[list[str], bool]:
 
 
 def _as_strided(ctx: Context) -> tuple[list[str], bool]:
-    size = ctx.draw(st.integers(1, max(ctx.t.numel(), 1)))
-    return [f"{ctx.new_name} = {ctx.x}.as_strided(({size},), (1,), {ctx.x}.storage_offset())"], True
+    # Strides other than 1 skip elements (a strided input's functional value
+    # must keep them), and as_strided_copy reads the same geometry as a copy.
+    # The offset is the tensor's own either way; read out (a graph break
+    # under Dynamo) or left to default.
+    stride = ctx.draw(st.sampled_from([1, 2]))
+    size = ctx.draw(st.integers(1, max(-(-ctx.t.numel() // stride), 1)))
+    how = ctx.draw(st.sampled_from(["{x}.as_strided", "torch.as_strided_copy"]))
+    offset = ctx.draw(st.sampled_from([f", {ctx.x}.storage_offset()", ""]))
+    call = how.format(x=ctx.x)
+    first = "" if call.startswith(ctx.x) else f"{ctx.x}, "
+    return [f"{ctx.new_name} = {call}({first}({size},), ({stride},){offset})"], True
 
 
 #: ``to`` on any run: on a CPU run these copy or return the tensor itself;
@@ -604,12 +613,18 @@ def _reshape_op(ctx: Context) -> tuple[list[str], bool]:
             ]
         )
     )
-    view_dtype = {
-        torch.float32: "torch.int32",
-        torch.float64: "torch.int64",
-        torch.int64: "torch.float64",
-        torch.bool: "torch.uint8",
-    }.get(ctx.t.dtype, "torch.int32")
+    # Same-size dtypes, and ones of another element size (the last dim is
+    # rescaled: int64 -> int32 doubles it), which reads and writes through
+    # the view must address alike.
+    view_dtypes = {
+        torch.float32: ["torch.int32", "torch.float16"],
+        torch.float64: ["torch.int64", "torch.int32"],
+        torch.int64: ["torch.float64", "torch.int32"],
+        torch.bool: ["torch.uint8"],
+    }.get(ctx.t.dtype, ["torch.int32"])
+    view_dtype = view_dtypes[0]
+    if "{view_dtype}" in how:
+        view_dtype = ctx.draw(st.sampled_from(view_dtypes))
     # A literal order: Dynamo 2.13 unpacks permute(*range(n - 1, -1, -1))
     # wrongly for every input (recorded in the baseline), which would crowd
     # out everything else this entry draws.

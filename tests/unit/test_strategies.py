@@ -12,6 +12,12 @@ from pytest_cgraph.strategies import FAMILIES, OPS, Program, draw_programs, prog
 ALL_FAMILIES = tuple(FAMILIES)
 
 
+#: Features drawn rarely by design, each with the families that draw it: a
+#: fresh or dynamic schedule, an aliased layout and a coin, all at once.
+#: They are looked for in a larger sample of those families.
+RARE = {"layout:alias_sometimes": ("schedules", "scalars")}
+
+
 def draw_many(count: int, **kwargs: object) -> list[Program]:
     return draw_programs(count, seed=20261125, **kwargs)  # type: ignore[arg-type]
 
@@ -70,7 +76,10 @@ def test_every_op_and_family_is_drawn(sample: list[Program]) -> None:
     ],
 )
 def test_hazard_features_are_drawn(sample: list[Program], feature: str) -> None:
-    assert any(feature in p.all_features() for p in sample)
+    drawn = sample
+    if feature in RARE:
+        drawn = sample + [p for family in RARE[feature] for p in draw_many(600, families=(family,))]
+    assert any(feature in p.all_features() for p in drawn)
 
 
 def test_families_restrict_the_ops() -> None:
