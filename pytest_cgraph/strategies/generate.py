@@ -21,7 +21,15 @@ from hypothesis.errors import InvalidArgument
 
 from pytest_cgraph.oracle.compiling import grad_mode
 from pytest_cgraph.oracle.protocol import GRAD_MODES
-from pytest_cgraph.strategies.ops import FAMILIES, Context, OpSpec, Var, is_cuda_device, ops_for
+from pytest_cgraph.strategies.ops import (
+    FAMILIES,
+    Context,
+    OpSpec,
+    Var,
+    hazard_strata,
+    is_cuda_device,
+    ops_for,
+)
 from pytest_cgraph.strategies.program import (
     LAYOUTS,
     OPTIMIZERS,
@@ -202,8 +210,11 @@ def _programs(
         # each statement as the program will meet it.
         with grad_mode(mode):
             opening = _module_calls(variables, env)
+            basic, own = ops_for(family, device)
+            # mixed mixes every hazard class evenly (a class first, then an op).
+            strata = hazard_strata(own) if family == "mixed" else ()
             statements = opening + _draw_statements(
-                draw, ops_for(family, device), variables, env, min_statements, max_statements
+                draw, (basic, own), strata, variables, env, min_statements, max_statements
             )
     outputs = _draw_outputs(draw, variables)
     features = _output_features(outputs, variables, inputs)
@@ -359,6 +370,7 @@ def _next_name(variables: list[Var]) -> str:
 def _draw_statements(
     draw: Any,
     ops: tuple[tuple[OpSpec, ...], tuple[OpSpec, ...]],
+    strata: tuple[tuple[OpSpec, ...], ...],
     variables: list[Var],
     env: dict[str, Any],
     min_statements: int,
@@ -370,7 +382,9 @@ def _draw_statements(
         attempts += 1
         # Each attempt, its continue/stop flag included, is one nested draw:
         # the shrinker sees it as one unit and can delete it whole.
-        statement = draw(_statements(ops, variables, env, len(statements) >= min_statements))
+        statement = draw(
+            _statements(ops, strata, variables, env, len(statements) >= min_statements)
+        )
         if statement is _STOP:
             break
         if statement is not None:
@@ -393,6 +407,7 @@ _STOP = Statement("stop", ())
 def _statements(
     draw: Any,
     ops: tuple[tuple[OpSpec, ...], tuple[OpSpec, ...]],
+    strata: tuple[tuple[OpSpec, ...], ...],
     variables: list[Var],
     env: dict[str, Any],
     may_stop: bool,
@@ -407,6 +422,9 @@ def _statements(
     basic, own = ops
     # The family's own ops seven times in eight; shrinks towards the basic ones.
     pool = own if own and draw(_ONE_IN_EIGHT) else basic
+    if strata and pool is own:
+        # A hazard class, then an op of it (``strata``: ``own`` by class).
+        pool = strata[draw(_WIDE) % len(strata)]
     # Hypothesis favours small indices in sampled_from; a wide integer taken
     # modulo the pool spreads draws evenly and still shrinks to pool[0].
     op = pool[draw(_WIDE) % len(pool)]

@@ -22,7 +22,16 @@ from hypothesis import strategies as st
 
 from pytest_cgraph.strategies.families import FAMILIES
 
-__all__ = ["FAMILIES", "OPS", "Context", "OpSpec", "Var", "ops_for"]
+__all__ = [
+    "FAMILIES",
+    "HAZARD_CLASSES",
+    "OPS",
+    "Context",
+    "OpSpec",
+    "Var",
+    "hazard_strata",
+    "ops_for",
+]
 
 Draw = Callable[[st.SearchStrategy[Any]], Any]
 
@@ -1087,6 +1096,31 @@ _TO_CUDA = OpSpec("to", "transfer", TRANSFER, _tensor, _to_device_cuda)
 def is_cuda_device(device: str) -> bool:
     """Whether ``device`` (``cpu``, ``cuda``, ``cuda:N``) names a GPU."""
     return device == "cuda" or device.startswith("cuda:")
+
+
+#: The hazard class each kind of op belongs to: ``mixed`` draws a class
+#: first, then an op of it, so that a class of few ops (four that move
+#: tensors, four random ones) is met as often as one of many (nineteen
+#: in-place writes), and a fault confined to one class is met in a short
+#: campaign.
+HAZARD_CLASSES = {
+    "inplace": "writes",
+    "metadata": "writes",
+    "view": "views",
+    "transfer": "transfers",
+    "autograd": "autograd",
+    "rng": "random",
+    "outplace": "compute",
+    "factory": "compute",
+    "metadata_read": "compute",
+    "graph": "compute",
+}
+
+
+def hazard_strata(own: tuple[OpSpec, ...]) -> tuple[tuple[OpSpec, ...], ...]:
+    """``own`` grouped by hazard class (:data:`HAZARD_CLASSES`), in a fixed order."""
+    classes = sorted({HAZARD_CLASSES[op.kind] for op in own})
+    return tuple(tuple(op for op in own if HAZARD_CLASSES[op.kind] == c) for c in classes)
 
 
 def ops_for(family: str, device: str = "cpu") -> tuple[tuple[OpSpec, ...], tuple[OpSpec, ...]]:
