@@ -287,7 +287,8 @@ def reach(bugs: list[CorpusBug], paths: list[Path]) -> list[str]:
         f"met {met} of {len(mapped)} corpus bugs mapped to a known bug, by "
         f"{len(reports)} report(s) ({', '.join(backends)}); "
         f"{len(distinct) - len(mapped)} of the {len(distinct)} distinct reproducing bugs "
-        "have no mapping yet: triage them against the reports' new findings"
+        "have no known bug to be counted by (their gaps below; triage the reports' new "
+        "findings against them)"
     )
     new = sum(len(data.get("failures") or []) for _, data in reports)
     lines.append(f"new findings in the reports, for that triage: {new}")

@@ -118,7 +118,7 @@ def test_reach_counts_a_corpus_bug_met_through_its_known_bug(
     assert out[0].split() == ["#5", "expand-write-summed", "aot_eager", "12", "s"]
     assert out[1].split()[-2:] == ["not", "met"]
     assert out[2].startswith("met 1 of 2 corpus bugs mapped to a known bug, by 1 report(s)")
-    assert "1 of the 3 distinct reproducing bugs have no mapping yet" in out[2]
+    assert "1 of the 3 distinct reproducing bugs have no known bug to be counted by" in out[2]
     assert out[3] == "new findings in the reports, for that triage: 1"
     assert out[4] == "why the unmapped cannot be counted: generator 1"
     assert out[5].split() == ["#7", "generator:", "no", "module", "hooks"]
