@@ -1,6 +1,7 @@
 """Campaigns against each fault-injection backend: time to the first failure and to its repro.
 
     python benchmarks/fault_repros.py [--examples 100] [--workers 2] [--families all]
+                                      [--seed 1] [--faults NAME,...]
 
 For every backend of ``tests/cgraph_doubles/faults.py`` this runs
 ``pytest --cgraph -p cgraph_doubles.faults --cgraph-backend faulty_<name>``
@@ -41,9 +42,15 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--families", default="all")
     parser.add_argument("--seed", type=int, default=1)
+    names = ",".join(case.name for case in FAULTS)
+    parser.add_argument("--faults", default=names, help=f"some of {names}")
     args = parser.parse_args()
+    chosen = args.faults.split(",")
+    unknown = sorted(set(chosen) - {case.name for case in FAULTS})
+    if unknown:
+        parser.error(f"--faults: no fault double named {', '.join(unknown)}; the doubles: {names}")
     rows, delays = [], []
-    for case in FAULTS:
+    for case in (case for case in FAULTS if case.name in chosen):
         with tempfile.TemporaryDirectory() as scratch:
             here = Path(scratch)
             run(
