@@ -143,6 +143,8 @@ class Hunt:
     database_key: bytes = b""
     database: Any = "default"
     progress: Callable[[Hunt], None] = lambda hunt: None
+    #: The rung that leaves a layer untold (:meth:`Judge.masked_at`), if any.
+    masked_at: Callable[[Case, Difference], str | None] = lambda case, difference: None
     clock: Callable[[], float] = time.monotonic
     #: The clock of ``budget.deadline``: wall time, shared by every worker.
     wall_clock: Callable[[], float] = time.time
@@ -408,7 +410,13 @@ class Hunt:
     @functools.cached_property
     def judge(self) -> Judge:
         """The one judge of checked programs, against the registries and this run's findings."""
-        return Judge(self.registry, self.layer_of, self.strict, found=self._found_in_run)
+        return Judge(
+            self.registry,
+            self.layer_of,
+            self.strict,
+            found=self._found_in_run,
+            masked_at=self.masked_at,
+        )
 
     def _judge(self, case: Case, outcome: Outcome) -> Failure | None:
         """A new failure, or ``None``: passed, invalid, or one already known or found."""

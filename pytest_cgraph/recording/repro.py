@@ -533,21 +533,24 @@ def replay_verdict(path: Path) -> FileReplay:
 
 
 def first_diverging_layer(case: Case, difference: Difference) -> str | None:
-    """The first rung of the ladder that departs from eager (replays ``case`` up it):
-    what a judge asks only when the layer tells a known difference from a new one.
+    """The first layer of the ladder that shows ``difference`` (replays ``case`` up it):
+    what a judge asks only when the layer tells a known difference from a new one."""
+    return locate_layer(case, difference).layer
 
-    That is the rung that shows ``difference`` or, where a lower rung fails
-    differently, that lower rung: its own failure may hide this one there,
-    so the ladder cannot place ``difference`` above it, yet a registered bug
-    of this signature located at that rung, whose calls the program makes,
-    is this one (a broad signature is matched on the program's calls too).
-    A program that writes an input in place meets AOTAutograd's write-back
-    error at ``aot_eager`` and still shows a known gradient bug whole.
+
+def masking_rung(case: Case, difference: Difference) -> str | None:
+    """The lower rung that fails differently and so leaves ``difference``'s layer
+    untold, if one does: a judge's second question, asked (and climbed for)
+    only when the layer is untold and no bug of the signature claims ``None``.
+
+    Its own failure may hide this one there, so the ladder cannot place
+    ``difference`` above it, yet a registered bug of this signature located
+    at that rung, whose calls the program makes, is this one: a program that
+    writes an input with a value needing grad meets AOTAutograd's write-back
+    crash at ``aot_eager`` and still shows a known gradient bug whole.
     """
-    location = locate_layer(case, difference)
-    if location.layer is None and location.untold_by is not None:
-        return location.untold_by.name
-    return location.layer
+    untold = locate_layer(case, difference).untold_by
+    return untold.name if untold is not None else None
 
 
 def locate_layer(case: Case, like: Difference | None = None) -> Location:

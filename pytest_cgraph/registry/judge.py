@@ -70,6 +70,9 @@ class Judge:
     #: Every difference is new: the registries are not consulted.
     strict: bool = False
     found: Callable[[Case, Difference], bool] = _nothing_found
+    #: The lower rung that fails differently and leaves a layer untold, if any:
+    #: a bug registered there whose calls the program makes is this one.
+    masked_at: Callable[[Case, Difference], str | None] = lambda case, difference: None
     _layers: dict[tuple[str, str], str | None] = field(default_factory=dict)
 
     def __call__(self, case: Case, outcome: Outcome) -> Judgement:
@@ -95,9 +98,18 @@ class Judge:
             if self.registry.narrows(difference) or self.registry.needs_layer(difference):
                 return None
             return self.registry.match(difference, lambda: None)
-        return self.registry.match(
-            difference, lambda: self.layer(case, difference), program_ops(case.source)
+        ops = program_ops(case.source)
+        known = self.registry.match(difference, lambda: self.layer(case, difference), ops)
+        untold = (
+            known is None
+            and self.registry.needs_layer(difference)
+            and self.layer(case, difference) is None
         )
+        rung = self.masked_at(case, difference) if untold else None
+        if rung is not None:
+            # A bug registered at the rung that masks this one, whose calls it makes.
+            known = self.registry.match(difference, lambda: rung, ops)
+        return known
 
     def layer(self, case: Case, difference: Difference) -> str | None:
         """The first layer that shows ``difference``, found once per program and signature."""

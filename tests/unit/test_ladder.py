@@ -15,7 +15,12 @@ from pytest_cgraph.errors import EquivalenceError
 from pytest_cgraph.failures import Case, Failure
 from pytest_cgraph.oracle import driver, ladder
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
-from pytest_cgraph.recording.repro import first_diverging_layer, locate_layer, make_repro
+from pytest_cgraph.recording.repro import (
+    first_diverging_layer,
+    locate_layer,
+    make_repro,
+    masking_rung,
+)
 from pytest_cgraph.registry.entries import Registry, baseline_dir, program_ops
 from pytest_cgraph.registry.judge import Judge
 
@@ -160,24 +165,24 @@ def inputs(k):
 def test_a_judge_knows_a_bug_a_lower_rung_masks_by_the_rung_and_its_calls() -> None:
     failure = failing(MASKED_GRAD_BUG, "cudagraphs")
     assert failure.signature == "grad-grad-presence"
-    location = locate_layer(failure.case, failure.difference)
-    assert location.layer is None and location.untold_by is not None
-    assert location.untold_by.name == "aot_eager"  # the write-back crash
-    assert first_diverging_layer(failure.case, failure.difference) == "aot_eager"
+    # The layer stays untold (a repro file says so); the masking rung is asked apart.
+    assert first_diverging_layer(failure.case, failure.difference) is None
+    assert masking_rung(failure.case, failure.difference) == "aot_eager"  # the write-back crash
     shipped = baseline_dir(torch.__version__)
     if shipped is None:
         pytest.skip(f"no shipped baseline for torch {torch.__version__}")
-    judge = Judge(Registry.load([shipped]), first_diverging_layer)
+    registry = Registry.load([shipped])
+    unaided = Judge(registry, first_diverging_layer)
+    assert unaided.known(failure.case, failure.difference) is None
+    judge = Judge(registry, first_diverging_layer, masked_at=masking_rung)
     known = judge.known(failure.case, failure.difference)
     assert known is not None and known.bug == "one-node-unused-outputs"
     # The rung alone does not claim it: a program without the bug's calls is new.
     without_grad = failure.case.source.replace(
         "torch.autograd.grad(p1.sum(), p2, retain_graph=True, allow_unused=True)", "p1.sum()"
     )
-    assert (
-        judge.registry.match(failure.difference, lambda: "aot_eager", program_ops(without_grad))
-        is None
-    )
+    ops = program_ops(without_grad)
+    assert registry.match(failure.difference, lambda: "aot_eager", ops) is None
 
 
 def test_the_bug_report_says_which_rung_fails_differently(
