@@ -535,13 +535,13 @@ def replay_verdict(path: Path) -> FileReplay:
 def first_diverging_layer(case: Case, difference: Difference) -> str | None:
     """The first layer of the ladder that shows ``difference`` (replays ``case`` up it):
     what a judge asks only when the layer tells a known difference from a new one."""
-    return locate_layer(case, difference).layer
+    return _climbed(case, difference).layer
 
 
 def masking_rung(case: Case, difference: Difference) -> str | None:
     """The lower rung that fails differently and so leaves ``difference``'s layer
-    untold, if one does: a judge's second question, asked (and climbed for)
-    only when the layer is untold and no bug of the signature claims ``None``.
+    untold, if one does: a judge's second question, asked only when the layer
+    is untold and no bug of the signature is registered untold.
 
     Its own failure may hide this one there, so the ladder cannot place
     ``difference`` above it, yet a registered bug of this signature located
@@ -549,8 +549,23 @@ def masking_rung(case: Case, difference: Difference) -> str | None:
     writes an input with a value needing grad meets AOTAutograd's write-back
     crash at ``aot_eager`` and still shows a known gradient bug whole.
     """
-    untold = locate_layer(case, difference).untold_by
+    untold = _climbed(case, difference).untold_by
     return untold.name if untold is not None else None
+
+
+#: The last climb a judge made: its key (the difference itself among it) and
+#: where it put the failure. A judge asks the masking rung right after the
+#: layer, of the same difference: one climb answers both.
+_last_climb: list[tuple[tuple[object, ...], Location]] = []
+
+
+def _climbed(case: Case, difference: Difference) -> Location:
+    key = (id(difference), difference.signature, case.source, case.backend, case.device)
+    if _last_climb and _last_climb[0][0] == key:
+        return _last_climb[0][1]
+    location = locate_layer(case, difference)
+    _last_climb[:] = [(key, location)]
+    return location
 
 
 def locate_layer(case: Case, like: Difference | None = None) -> Location:
