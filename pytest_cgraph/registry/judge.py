@@ -100,11 +100,10 @@ class Judge:
             return self.registry.match(difference, lambda: None)
         ops = program_ops(case.source)
         known = self.registry.match(difference, lambda: self.layer(case, difference), ops)
-        untold = (
-            known is None
-            and self.registry.needs_layer(difference)
-            and self.layer(case, difference) is None
-        )
+        # Only where the match asked the layer (some entry claims these calls)
+        # and it was untold: otherwise the rung could claim nothing either.
+        asked = (case.source, difference.signature)
+        untold = known is None and asked in self._layers and self._layers[asked] is None
         rung = self.masked_at(case, difference) if untold else None
         if rung is not None:
             # A bug registered at the rung that masks this one, whose calls it makes.
