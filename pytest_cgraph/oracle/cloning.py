@@ -17,6 +17,7 @@ module, and the eager side's update would be where the compiled side starts.
 from __future__ import annotations
 
 import copy
+import random
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -31,11 +32,12 @@ def is_stateful_object(value: Any) -> bool:
 def clone_arguments(values: Sequence[Any], device: torch.device | None = None) -> list[Any]:
     """One side's copies of a program's flat arguments: tensors, modules, optimizers.
 
-    Tensors are copied first (aliasing between them kept); modules and
-    optimizers are then deep-copied through one memo that already maps each
-    tensor argument to its copy, so a parameter passed both inside its
-    module and on its own stays one tensor, and an optimizer's parameters
-    are its side's copies of the module's. Other values pass through.
+        Tensors are copied first (aliasing between them kept); modules and
+        optimizers are then deep-copied through one memo that already maps each
+        tensor argument to its copy, so a parameter passed both inside its
+        module and on its own stays one tensor, and an optimizer's parameters
+        are its side's copies of the module's. A ``random.Random`` is copied with
+    its state. Other values pass through.
     """
     copies = clone_preserving_aliases(values, device)
     memo: dict[int, Any] = {
@@ -68,6 +70,11 @@ def clone_arguments(values: Sequence[Any], device: torch.device | None = None) -
             if device is not None:
                 twin.to(device)
         copies[index] = twin
+    for index, value in enumerate(values):
+        if isinstance(value, random.Random):
+            # Its state is what each call's draws advance: shared, one
+            # side's draws would move the numbers the other side sees.
+            copies[index] = copy.deepcopy(value)
     return copies
 
 

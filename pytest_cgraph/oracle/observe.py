@@ -7,6 +7,8 @@ outputs are kept separately by the engine for the retained-output check.
 
 from __future__ import annotations
 
+import hashlib
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,8 +21,30 @@ from pytest_cgraph.oracle.difference import Place, Relation, Role
 
 
 def snapshot(value: Any) -> Any:
-    """Snapshot a tensor; other values (ints, None, strings) are kept as they are."""
-    return TensorSnapshot.of(value) if isinstance(value, torch.Tensor) else value
+    """Snapshot a tensor or a ``random.Random``; other values (ints, None, strings)
+    are kept as they are."""
+    if isinstance(value, torch.Tensor):
+        return TensorSnapshot.of(value)
+    if isinstance(value, random.Random):
+        return PythonRandomState(value.getstate())
+    return value
+
+
+@dataclass(frozen=True)
+class PythonRandomState:
+    """A ``random.Random`` argument seen by its state, which is what calls change.
+
+    Two sides' objects are different objects: compared by state, a compiled
+    call that replays a draw instead of making one (leaving the state where
+    it was) shows as a difference. The repr names a digest of the state,
+    not its 625 numbers.
+    """
+
+    state: tuple[Any, ...]
+
+    def __repr__(self) -> str:
+        digest = hashlib.sha1(repr(self.state).encode()).hexdigest()[:10]
+        return f"random.Random(state {digest})"
 
 
 @dataclass

@@ -447,13 +447,39 @@ def program_ops(source: str) -> frozenset[str]:
     for node in tree.body:
         if not isinstance(node, ast.FunctionDef):
             continue
-        if node.name == "inputs" and any(isinstance(sub, ast.IfExp) for sub in ast.walk(node)):
-            ops.add(INPUTS_BY_CALL)
+        if node.name == "inputs":
+            if any(isinstance(sub, ast.IfExp) for sub in ast.walk(node)):
+                ops.add(INPUTS_BY_CALL)
+            if any(_calls_python_random(sub) for sub in ast.walk(node)):
+                ops.add(PYTHON_RANDOM)
         elif node.name == "advance":
             ops.add(ADVANCED)
+            # A hook registered between calls (on a module argument, say) is
+            # a call the compiled function meets without making it.
+            ops.update(
+                sub.func.attr
+                for sub in ast.walk(node)
+                if isinstance(sub, ast.Call)
+                and isinstance(sub.func, ast.Attribute)
+                and _HOOK_REGISTRATION.fullmatch(sub.func.attr)
+            )
     # Compiling in stages splits the graph where the program says so, which
     # is a cause of its own: the pseudo-op says the program was staged.
     return frozenset((ops - stages) | ({STAGED} if stages else set()))
+
+
+_HOOK_REGISTRATION = re.compile(r"register_\w*hook")
+
+
+def _calls_python_random(node: ast.AST) -> bool:
+    """``random.Random(...)``: the constructor of a Python random-number generator."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "Random"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "random"
+    )
 
 
 @functools.cache
@@ -586,6 +612,9 @@ ADVANCED = "ADVANCE"
 DATA_ASSIGNED = ".data="
 #: ... for a call of an argument (a module) whose class ``inputs`` does not show.
 MODULE_CALL = "MODULE()"
+#: ... for an argument that is a Python ``random.Random`` (built so in ``inputs``):
+#: its draws are method calls any object could make; the object is the cause.
+PYTHON_RANDOM = "random.Random()"
 
 _BUILTIN_CALLS = frozenset(
     {"range", "len", "tuple", "list", "float", "int", "bool", "isinstance", "min", "max"}

@@ -65,6 +65,8 @@ RNG = frozenset(
         "rrelu",
         "manual_seed",
         "Dropout",
+        # A Python random.Random argument (the pseudo-op program_ops gives it).
+        "random.Random",
     }
 )
 #: In-place changes of a tensor's metadata (shape, strides, storage, autograd identity).
@@ -91,6 +93,10 @@ AUTOGRAD = frozenset(
         "autograd.grad",
         "register_hook",
         "register_post_accumulate_grad_hook",
+        "register_forward_hook",
+        "register_forward_pre_hook",
+        "register_full_backward_hook",
+        "register_full_backward_pre_hook",
         "retain_grad",
         "requires_grad_",
         "no_grad",

@@ -53,7 +53,7 @@ _BY_KIND = {
 #: "unsupported operand type(s)", which is a crash of the program's own code.
 _UNSUPPORTED = re.compile(
     r"\bnot (?:yet )?supported\b|\bnot (?:yet )?implemented\b|\bdoes not (?:yet )?handle\b"
-    r"|\bdoes not (?:yet )?support\b|\bunsupported operation\b|\bNotImplementedError\b",
+    r"|\bdoes not (?:yet |currently )?support\b|\bunsupported operation\b|\bNotImplementedError\b",
     re.IGNORECASE,
 )
 

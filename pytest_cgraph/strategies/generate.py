@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import random
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -32,6 +33,7 @@ from pytest_cgraph.strategies.ops import (
 )
 from pytest_cgraph.strategies.program import (
     LAYOUTS,
+    MODULE_HOOKS,
     OPTIMIZERS,
     ROLES,
     SCHEDULES,
@@ -50,11 +52,19 @@ _PREFIX = {
     "scalar": "s",
     "number": "n",
     "module": "m",
+    "random": "r",
 }
+#: Roles each family draws its extra inputs from. A ``random.Random`` is
+#: drawn only where its draws are (the random ops of ``rng`` and ``mixed``).
 _ROLES_BY_FAMILY = {
     "scalars": ("argument", "scalar", "number", "parameter"),
     "autograd": ("argument", "parameter", "buffer", "module"),
     "schedules": ("argument", "parameter", "scalar", "buffer", "module"),
+    "rng": ("argument", "parameter", "random", "scalar", "number", "buffer"),
+    **{
+        family: tuple(role for role in ROLES if role != "random")
+        for family in ("mutation", "views", "transfer")
+    },
 }
 
 
@@ -86,6 +96,7 @@ _SHAPES = st.lists(st.integers(1, 3), min_size=1, max_size=3)
 _DTYPE = st.sampled_from(_DTYPES)
 _GRAD_MODE = st.sampled_from(GRAD_MODES)
 _OPTIMIZER = st.sampled_from(OPTIMIZERS)
+_MODULE_HOOK = st.sampled_from(MODULE_HOOKS)
 _LAYOUT = st.sampled_from(LAYOUTS)
 _SCHEDULE = st.sampled_from(SCHEDULES)
 
@@ -186,6 +197,7 @@ def _programs(
     optimizer, set_to_none = OPTIMIZERS[0], True
     if schedule == "optimizer":
         optimizer, set_to_none = draw(_OPTIMIZER), draw(_COIN)
+    module_hook = draw(_MODULE_HOOK) if schedule == "module_hooks" else MODULE_HOOKS[0]
     # Two separately compiled functions, the second taking over at a drawn
     # statement (clamped to the statements kept), one time in four.
     chain_at = draw(st.integers(1, max_statements)) if draw(_ONE_IN_FOUR) == 3 else 0
@@ -193,7 +205,7 @@ def _programs(
     mode = draw(_GRAD_MODE) if draw(_ONE_IN_FOUR) == 3 else "grad"
     inputs = draw(_input_specs(family, max_inputs, schedule))
     draft = Program(family, inputs, (), (inputs[0].name,), schedule, iters)
-    namespace: dict[str, Any] = {"torch": torch}
+    namespace: dict[str, Any] = {"torch": torch, "random": random}
     with _random_numbers_of_its_own():
         for definition in draft.preludes():  # the classes module inputs are built from
             exec(compile(definition, "<prelude>", "exec"), namespace)
@@ -232,6 +244,7 @@ def _programs(
         compiled_autograd=compiled_autograd,
         optimizer=optimizer,
         set_to_none=set_to_none,
+        module_hook=module_hook,
         chain_at=max(0, min(chain_at, len(statements) - 1)),
         grad_mode=mode,
         features=frozenset({f"family:{family}", *features}),
@@ -270,7 +283,9 @@ def _draw_schedule(draw: Any, family: str) -> str:
 
 
 def _origin_of(spec: InputSpec) -> str:
-    return spec.role if spec.role in ("parameter", "scalar", "number", "module") else "input"
+    return (
+        spec.role if spec.role in ("parameter", "scalar", "number", "module", "random") else "input"
+    )
 
 
 @st.composite
@@ -282,6 +297,8 @@ def _input_specs(draw: Any, family: str, max_inputs: int, schedule: str) -> tupl
         specs.append(draw(_tensor_spec(family, role, len(specs), tuple(specs), schedule)))
     if schedule in ("param_update", "optimizer") and not any(s.role == "parameter" for s in specs):
         specs.append(InputSpec(f"p{len(specs)}", "parameter", (2,), "float32", True))
+    if schedule == "module_hooks" and not any(s.role == "module" for s in specs):
+        specs.append(InputSpec(f"m{len(specs)}", "module"))
     if family == "scalars" and not any(s.is_host_scalar for s in specs):
         specs.append(InputSpec(f"s{len(specs)}", "scalar", (), "float32"))
     return tuple(specs)
@@ -297,7 +314,7 @@ def _tensor_spec(
     schedule: str = "persistent",
 ) -> InputSpec:
     name = f"{_PREFIX[role]}{index}"
-    if role in ("scalar", "number", "module"):
+    if role in ("scalar", "number", "module", "random"):
         return InputSpec(name, role, (), "float32")
     shape = tuple(draw(_SHAPES))
     if role == "parameter":

@@ -469,13 +469,24 @@ def _backward(ctx: Context) -> tuple[list[str], bool]:
 
 
 def _autograd_grad(ctx: Context) -> tuple[list[str], bool] | None:
+    # With respect to a leaf, or to an intermediate: a graph break before
+    # the grad makes that intermediate and the differentiated value sibling
+    # outputs of one compiled graph, and the edge between them must survive.
+    # With create_graph the gradient is itself differentiable, and the
+    # check's backward differentiates through it again (a double backward).
     leaves = [v.name for v in ctx.variables if v.tensor is not None and _leaf_with_grad(v)]
-    if not leaves:
+    intermediates = [
+        v.name
+        for v in ctx.variables
+        if v.tensor is not None and _nonleaf_with_grad(v) and v.tensor.dtype.is_floating_point
+    ]
+    if not leaves and not intermediates:
         return None
-    leaf = ctx.draw(st.sampled_from(leaves))
+    target = ctx.draw(st.sampled_from(leaves + intermediates))
+    create_graph = " create_graph=True," if ctx.draw(st.booleans()) else ""
     return [
-        f"{ctx.new_name} = torch.autograd.grad({ctx.x}.sum(), {leaf}, retain_graph=True,"
-        " allow_unused=True, materialize_grads=True)[0]"
+        f"{ctx.new_name} = torch.autograd.grad({ctx.x}.sum(), {target}, retain_graph=True,"
+        f"{create_graph} allow_unused=True, materialize_grads=True)[0]"
     ], True
 
 
@@ -520,6 +531,22 @@ def _dropout(ctx: Context) -> tuple[list[str], bool]:
 
 def _bernoulli(ctx: Context) -> tuple[list[str], bool]:
     return [f"{ctx.new_name} = torch.bernoulli(torch.full_like({ctx.x}, 0.5))"], True
+
+
+def _python_random(ctx: Context) -> tuple[list[str], bool] | None:
+    # A number drawn from a Python random.Random argument: Dynamo must
+    # advance the object's state as eager does, not replay the draw it
+    # traced.
+    generators = [v.name for v in ctx.variables if v.origin == "random"]
+    if not generators:
+        return None
+    source = ctx.draw(st.sampled_from(generators))
+    how = ctx.draw(
+        st.sampled_from(
+            ["{x} + {r}.random()", "{x} * {r}.uniform(0.5, 1.5)", "{x} + {r}.randint(1, 9)"]
+        )
+    )
+    return [f"{ctx.new_name} = {how.format(x=ctx.x, r=source)}"], True
 
 
 def _where_scalar(ctx: Context) -> tuple[list[str], bool] | None:
@@ -1007,6 +1034,8 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("randn_like", "rng", RNG, _floating, _assign("{x} * torch.randn_like({x})")),
     OpSpec("dropout", "rng", RNG, _floating, _dropout),
     OpSpec("bernoulli", "rng", RNG, _floating, _bernoulli),
+    # Draws of a Python random.Random argument, added to a tensor.
+    OpSpec("python_random", "rng", RNG, _tensor, _python_random),
     OpSpec("where_scalar", "outplace", SCALARS, _floating, _where_scalar),
     # Several graphs per program: the values live at the break are outputs of
     # one graph and inputs of the next, which CUDA-graph trees chain.

@@ -22,8 +22,19 @@ from pytest_cgraph.strategies.templates import MODULE, TEMPLATES
 #: ``feedback``: an output becomes the next call's first argument;
 #: ``dynamic``: fresh tensors whose first dimension grows with the iteration;
 #: ``optimizer``: persistent, with a real ``torch.optim`` step and ``zero_grad``
-#: between calls (parameters and grads changed in place, optimizer state kept).
-SCHEDULES = ("persistent", "fresh", "param_update", "feedback", "dynamic", "optimizer")
+#: between calls (parameters and grads changed in place, optimizer state kept);
+#: ``module_hooks``: persistent, with a hook registered on each module argument
+#: after the first call (a compiled function must notice what was added since
+#: it was traced).
+SCHEDULES = (
+    "persistent",
+    "fresh",
+    "param_update",
+    "feedback",
+    "dynamic",
+    "optimizer",
+    "module_hooks",
+)
 
 #: Optimizers the ``optimizer`` schedule steps, as constructed over ``params``.
 OPTIMIZERS = (
@@ -32,8 +43,20 @@ OPTIMIZERS = (
     "torch.optim.SGD(params, lr=0.1)",
 )
 
+#: Hooks the ``module_hooks`` schedule registers, each doubling what it sees,
+#: as ``module.<hook>`` source: forward, forward-pre, and the two full
+#: backward hooks (on the grads of the module's inputs and of its output).
+MODULE_HOOKS = (
+    "register_forward_hook(lambda module, args, output: output * 2)",
+    "register_forward_pre_hook(lambda module, args: tuple(a * 2 for a in args))",
+    "register_full_backward_pre_hook(lambda module, grads: tuple(g * 2 for g in grads))",
+    "register_full_backward_hook("
+    "lambda module, grads, _: tuple(None if g is None else g * 2 for g in grads))",
+)
+
 #: Roles of an input: what it stands for in a model's step function.
-ROLES = ("argument", "parameter", "buffer", "scalar", "number", "module")
+#: ``random``: a Python ``random.Random`` object the program draws numbers from.
+ROLES = ("argument", "parameter", "buffer", "scalar", "number", "module", "random")
 
 #: Memory layouts an input can arrive in.
 #: ``alias``: a view of an earlier input's memory from its start;
@@ -78,8 +101,8 @@ class InputSpec:
 
     def features(self) -> set[str]:
         """Coverage keys this input contributes."""
-        if self.role == "module":
-            return {"role:module"}
+        if self.role in ("module", "random"):
+            return {f"role:{self.role}"}
         found = {f"role:{self.role}", f"dtype:{self.dtype}"}
         if not self.is_host_scalar:
             found.add(f"layout:{self.layout}")
@@ -119,6 +142,7 @@ class Program:
     compiled_autograd: bool = False  # the compiled side's backward runs under compiled autograd
     optimizer: str = OPTIMIZERS[0]  # schedule ``optimizer``: what steps between calls
     set_to_none: bool = True  # schedule ``optimizer``: zero_grad(set_to_none=...)
+    module_hook: str = MODULE_HOOKS[0]  # schedule ``module_hooks``: what is registered
     #: Index of the statement where a second, separately compiled function
     #: takes over (0: one compiled function). Its inputs are the first one's
     #: outputs, as CUDA-graph trees see one graph's outputs feed the next's.
@@ -152,6 +176,8 @@ class Program:
             found.add("chained_compiles")
         if self.grad_mode != "grad":
             found.add(f"grad_mode:{self.grad_mode}")
+        if self.schedule == "module_hooks":
+            found.add("module_hook:" + self.module_hook.split("(")[0].removeprefix("register_"))
         for spec in self.inputs:
             found |= spec.features()
         for statement in self.statements:
@@ -241,6 +267,13 @@ class Program:
                     "    return args",
                 ]
             )
+        if self.schedule == "module_hooks":
+            lines = ["def advance(k, args, outputs):", "    if k == 1:"]
+            lines += [f"        args[{i}].{self.module_hook}" for i in self.module_indices]
+            if not self.module_indices:
+                lines.append("        pass")
+            lines.append("    return args")
+            return "\n".join(lines)
         if self.schedule == "feedback" and self.feedback is not None:
             out, arg = self.feedback
             return "\n".join(
@@ -261,10 +294,16 @@ class Program:
         """Positions of the ``nn.Module`` arguments."""
         return tuple(i for i, spec in enumerate(self.inputs) if spec.role == "module")
 
+    @property
+    def draws_python_random(self) -> bool:
+        """Whether an argument is a ``random.Random`` (the source then imports ``random``)."""
+        return any(spec.role == "random" for spec in self.inputs)
+
     def render(self) -> str:
         """The whole module: program, inputs, advance, and how the runner drives them."""
         parts = [
             f"# family: {self.family} · schedule: {self.schedule} · iterations: {self.iters}",
+            *(["import random"] if self.draws_python_random else []),
             "import torch",
             "",
             "",
@@ -333,6 +372,11 @@ def _build_input(spec: InputSpec, schedule: str) -> list[str]:
     name = spec.name
     if spec.role == "module":
         return [f"{name} = Counter()"]
+    if spec.role == "random":
+        # Seeded per call where inputs are fresh; else one object, whose
+        # state each call's draws advance.
+        seed = "1000 + k" if schedule in ("fresh", "dynamic") else "7"
+        return [f"{name} = random.Random({seed})"]
     if spec.role == "number":
         return [f"{name} = 0.5 + k" if schedule in ("fresh", "dynamic") else f"{name} = 0.5"]
     if spec.role == "scalar":

@@ -1,0 +1,112 @@
+"""Python objects as arguments: a ``random.Random`` copied per side and compared
+by state; hooks registered on a module argument between calls."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pytest_cgraph import EquivalenceError, check_source
+from pytest_cgraph.oracle.cloning import clone_arguments
+from pytest_cgraph.oracle.difference import Kind
+from pytest_cgraph.oracle.observe import PythonRandomState, snapshot
+from pytest_cgraph.registry.entries import PYTHON_RANDOM, program_ops
+from pytest_cgraph.strategies import draw_programs
+from pytest_cgraph.strategies.program import MODULE_HOOKS
+
+#: Draws a number, and drops it: only the generator's state can tell.
+STATE_ONLY = """
+import random
+import torch
+
+
+def program(a0, r1):
+    r1.random()
+    return (a0 * 2,)
+
+
+def inputs(k):
+    return (torch.ones(2), random.Random(7))
+"""
+
+
+def test_a_random_generator_is_copied_per_side_with_its_state() -> None:
+    original = random.Random(7)
+    (copy,) = clone_arguments([original])
+    assert copy is not original and copy.getstate() == original.getstate()
+    copy.random()
+    assert copy.getstate() != original.getstate()
+
+
+def test_a_generator_is_observed_by_its_state_not_its_identity() -> None:
+    first, second = random.Random(3), random.Random(3)
+    assert snapshot(first) == snapshot(second)
+    second.random()
+    assert snapshot(first) != snapshot(second)
+    assert repr(snapshot(first)).startswith("random.Random(state ")
+    assert isinstance(snapshot(first), PythonRandomState)
+
+
+def test_a_draw_the_compiled_side_replays_shows_in_the_generator_s_state() -> None:
+    # The output agrees; Dynamo draws once while tracing and bakes the number
+    # in, so from the second call the compiled side's generator stays where
+    # it was while eager's advances.
+    with pytest.raises(EquivalenceError) as raised:
+        check_source(STATE_ONLY, backend="eager", iters=3)
+    difference = raised.value.difference
+    assert (difference.kind, difference.iteration) == (Kind.MUTATION, 2)
+    assert difference.place.name == "r1"
+
+
+def test_a_program_drawing_from_a_generator_names_it_as_its_cause() -> None:
+    assert PYTHON_RANDOM in program_ops(STATE_ONLY)
+
+
+def test_hooks_registered_between_calls_are_calls_of_the_program() -> None:
+    drawn = [p for p in draw_programs(120, seed=3, families=("schedules",))]
+    hooked = [p for p in drawn if p.schedule == "module_hooks"]
+    assert hooked, "no module_hooks schedule in 120 schedules programs"
+    for program in hooked:
+        source = program.render()
+        assert program.module_indices, "a module_hooks program has a module argument"
+        assert program.module_hook in source
+        registered = program.module_hook.split("(")[0]
+        assert registered in program_ops(source)
+
+
+@pytest.mark.parametrize("hook", MODULE_HOOKS)
+def test_a_hook_registered_after_the_first_call_is_a_difference_torch_makes(hook: str) -> None:
+    # torch's default skips guards on module hooks: the compiled function,
+    # traced before the hook was added, never runs it (backend eager shows it).
+    source = f"""
+import torch
+
+
+class Scale(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.full((1,), 0.5))
+
+    def forward(self, x):
+        return x * self.weight
+
+
+def program(a0, m1):
+    return (m1(a0),)
+
+
+def inputs(k):
+    return (torch.ones(2, requires_grad=True), Scale())
+
+
+def advance(k, args, outputs):
+    if k == 1:
+        args[1].{hook}
+    return args
+"""
+    with pytest.raises(EquivalenceError) as raised:
+        check_source(source, backend="eager", iters=3)
+    difference = raised.value.difference
+    assert difference.iteration == 2
+    assert difference.kind is (Kind.VALUE if "forward" in hook else Kind.GRAD)
