@@ -434,6 +434,10 @@ def program_ops(source: str) -> frozenset[str]:
                     ops.add(modules[node.func.id])
                 elif isinstance(node.func, ast.Name) and node.func.id not in _BUILTIN_CALLS:
                     ops.add(node.func.id)
+            elif isinstance(node, ast.Name) and node.id in template_classes():
+                # A template Function, called or handed to a transform
+                # (torch.func.jvp(StraightSin.apply, ...)): a call of its own name.
+                ops.add(node.id)
             elif isinstance(node, ast.Subscript) and not _picks_from_a_sequence(node):
                 ops.add(_subscript_op(node))
             elif isinstance(node, ast.Assign) and any(
@@ -490,6 +494,17 @@ def template_functions() -> frozenset[str]:
 
     return frozenset(
         name for text in TEMPLATES.values() for name in re.findall(r"^def (\w+)", text, re.M)
+    )
+
+
+@functools.cache
+def template_classes() -> frozenset[str]:
+    """The classes the generator's templates define (``StraightSin``): a program
+    that uses one makes a call of that name, however it reaches it."""
+    from pytest_cgraph.strategies.templates import TEMPLATES
+
+    return frozenset(
+        name for text in TEMPLATES.values() for name in re.findall(r"^class (\w+)", text, re.M)
     )
 
 

@@ -719,6 +719,8 @@ _autograd_function = _assign_one_of(
     "OnceScale.apply({x})",
     "WithArgmax.apply({x})[0]",
     "DirtyDouble.apply({x})",
+    "StraightSin.apply({x})",
+    "SavedOutputWritten.apply({x})",
 )
 
 
@@ -880,6 +882,9 @@ def _functorch(ctx: Context) -> tuple[list[str], bool]:
         # Forward mode: dual tensors in place of a backward.
         "torch.func.jvp(torch.sin, ({x},), (torch.ones_like({x}),))[1]",
         "torch.func.jacrev(torch.sin)({x}.reshape(-1)[:2])",
+        # A custom Function under the transforms: its own backward and jvp.
+        "torch.func.grad(lambda t: StraightSin.apply(t).sum())({x})",
+        "torch.func.jvp(StraightSin.apply, ({x},), (torch.ones_like({x}),))[1]",
     ]
     if _writable_tensor(ctx.t):
         # In place through vmap: each batch slice of the target is written.

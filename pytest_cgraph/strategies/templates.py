@@ -70,6 +70,46 @@ class OnceScale(torch.autograd.Function):
     def backward(ctx, grad):
         return grad * 0.5
 """,
+    "StraightSin.apply": """
+# A setup_context-style Function whose backward and jvp are not the
+# derivative of its forward (a straight-through estimator): under
+# torch.func transforms too, its own formulas must be used, not the
+# forward's autodiff.
+class StraightSin(torch.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x):
+        return torch.sin(x)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 0.5
+
+    @staticmethod
+    def jvp(ctx, tangent):
+        return tangent * 0.5
+""",
+    "SavedOutputWritten.apply": """
+# Backward writes in place a tensor it saved that forward also returned: the
+# caller's output changes when backward runs, as in eager.
+class SavedOutputWritten(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = x * 2
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        y.mul_(0.5)
+        return grad * 2
+""",
     "torch.ops.cgraph.add_one_": """
 # A custom op that mutates its argument (mutates_args), with a fake kernel:
 # functionalization must write the mutation back.

@@ -94,3 +94,14 @@ def test_a_program_of_no_hazard_is_its_computation_every_call_required(tmp_path:
 def test_a_module_call_has_its_class_s_hazard() -> None:
     assert hazard_of("Dropout()") == "rng"
     assert hazard_of("Counter()") is None
+
+
+def test_a_template_function_is_a_call_of_its_name_even_when_handed_to_a_transform() -> None:
+    called = program_ops("def program(a0):\n    return (StraightSin.apply(a0),)\n")
+    handed = program_ops(
+        "def program(a0):\n"
+        "    return (torch.func.jvp(StraightSin.apply, (a0,), (torch.ones_like(a0),))[1],)\n"
+    )
+    assert "StraightSin" in called and "StraightSin" in handed
+    # A class of the program's own, not a template, is no such call.
+    assert "Mine" not in program_ops("def program(a0):\n    return (Mine.apply(a0),)\n")
