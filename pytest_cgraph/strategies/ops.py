@@ -946,6 +946,20 @@ def _inplace_more(ctx: Context) -> tuple[list[str], bool]:
     return [how.format(x=ctx.x, i=i)], False
 
 
+def _caught_error(ctx: Context) -> tuple[list[str], bool]:
+    # An op eager rejects, caught by the program: compiled code must raise
+    # where eager does, so that the handler runs on both sides. One error
+    # stands for all (a view no size fits: sizes are 1 to 3, so no numel is
+    # a multiple of 7), so that a failure to raise it is one signature
+    # whatever the tensor; the op that raises does not matter to the mechanism.
+    return [
+        "try:",
+        f"    {ctx.new_name} = {ctx.x}.view(7, -1)",
+        "except RuntimeError:",
+        f"    {ctx.new_name} = {ctx.x} + 1",
+    ], True
+
+
 def _unfold(ctx: Context) -> tuple[list[str], bool]:
     dim = ctx.dim()
     size = 2 if ctx.t.shape[dim] >= 2 else 1
@@ -1119,6 +1133,8 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("unfold", "view", VIEWS, _rank_at_least(1), _unfold),
     # Python builtins and comprehensions over tensors.
     OpSpec("python", "outplace", SCALARS | VIEWS, _rank_at_least(1), _python_constructs),
+    # An op that raises, caught by try/except in the program.
+    OpSpec("caught_error", "outplace", MUTATION | SCALARS, _tensor, _caught_error),
 )
 
 
