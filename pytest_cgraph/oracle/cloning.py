@@ -29,14 +29,20 @@ def is_stateful_object(value: Any) -> bool:
     return isinstance(value, (torch.nn.Module, torch.optim.Optimizer))
 
 
+def is_python_random(value: Any) -> bool:
+    """A ``random.Random`` itself: a generator whose state a copy carries and a
+    snapshot reads (``SystemRandom``, a subclass, has no state to read)."""
+    return type(value) is random.Random
+
+
 def clone_arguments(values: Sequence[Any], device: torch.device | None = None) -> list[Any]:
     """One side's copies of a program's flat arguments: tensors, modules, optimizers.
 
-        Tensors are copied first (aliasing between them kept); modules and
-        optimizers are then deep-copied through one memo that already maps each
-        tensor argument to its copy, so a parameter passed both inside its
-        module and on its own stays one tensor, and an optimizer's parameters
-        are its side's copies of the module's. A ``random.Random`` is copied with
+    Tensors are copied first (aliasing between them kept); modules and
+    optimizers are then deep-copied through one memo that already maps each
+    tensor argument to its copy, so a parameter passed both inside its
+    module and on its own stays one tensor, and an optimizer's parameters
+    are its side's copies of the module's. A ``random.Random`` is copied with
     its state. Other values pass through.
     """
     copies = clone_preserving_aliases(values, device)
@@ -71,7 +77,7 @@ def clone_arguments(values: Sequence[Any], device: torch.device | None = None) -
                 twin.to(device)
         copies[index] = twin
     for index, value in enumerate(values):
-        if isinstance(value, random.Random):
+        if is_python_random(value):
             # Its state is what each call's draws advance: shared, one
             # side's draws would move the numbers the other side sees.
             copies[index] = copy.deepcopy(value)

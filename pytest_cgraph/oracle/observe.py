@@ -8,14 +8,18 @@ outputs are kept separately by the engine for the retained-output check.
 from __future__ import annotations
 
 import hashlib
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from pytest_cgraph.oracle.cloning import is_stateful_object, named_state, storage_key
+from pytest_cgraph.oracle.cloning import (
+    is_python_random,
+    is_stateful_object,
+    named_state,
+    storage_key,
+)
 from pytest_cgraph.oracle.compare import TensorSnapshot
 from pytest_cgraph.oracle.difference import Place, Relation, Role
 
@@ -25,7 +29,7 @@ def snapshot(value: Any) -> Any:
     are kept as they are."""
     if isinstance(value, torch.Tensor):
         return TensorSnapshot.of(value)
-    if isinstance(value, random.Random):
+    if is_python_random(value):
         return PythonRandomState(value.getstate())
     return value
 

@@ -378,7 +378,11 @@ def program_ops(source: str) -> frozenset[str]:
     call of one of its own arguments, a module: ``m1(a0)`` gives the class
     ``inputs`` builds it from (``Counter()``), not the argument's name, which
     says nothing (the same module is ``m1`` in one program and ``m2`` in the
-    next).
+    next). A draw from a ``random.Random`` argument gives ``random.Random()``;
+    ``torch.autograd.grad`` gives ``autograd.grad`` besides ``grad``; a
+    template Function used in any way gives its class name (``StraightSin``);
+    a hook that ``advance`` registers between calls gives
+    ``ADVANCE.register_forward_hook``.
 
     A known bug's minimal program calls only what the bug needs; a program
     that fails the same way but lacks one of those calls is another bug.
@@ -418,6 +422,7 @@ def program_ops(source: str) -> frozenset[str]:
         and node.name not in template_functions()
     }
     modules = _argument_classes(tree)
+    generators = _python_random_arguments(tree)
     ops = set()
     followed: set[str] = set()
     while programs:
@@ -426,6 +431,11 @@ def program_ops(source: str) -> frozenset[str]:
             if isinstance(node, ast.Call):
                 if isinstance(node.func, ast.Attribute):
                     ops.add(node.func.attr)
+                    receiver = node.func.value
+                    if isinstance(receiver, ast.Attribute) and receiver.attr == "autograd":
+                        ops.add(f"autograd.{node.func.attr}")  # torch.autograd.grad
+                    elif isinstance(receiver, ast.Name) and receiver.id in generators:
+                        ops.add(PYTHON_RANDOM)  # a draw from a random.Random argument
                 elif isinstance(node.func, ast.Name) and node.func.id in helpers:
                     if node.func.id not in followed:
                         followed.add(node.func.id)
@@ -451,17 +461,15 @@ def program_ops(source: str) -> frozenset[str]:
     for node in tree.body:
         if not isinstance(node, ast.FunctionDef):
             continue
-        if node.name == "inputs":
-            if any(isinstance(sub, ast.IfExp) for sub in ast.walk(node)):
-                ops.add(INPUTS_BY_CALL)
-            if any(_calls_python_random(sub) for sub in ast.walk(node)):
-                ops.add(PYTHON_RANDOM)
+        if node.name == "inputs" and any(isinstance(sub, ast.IfExp) for sub in ast.walk(node)):
+            ops.add(INPUTS_BY_CALL)
         elif node.name == "advance":
             ops.add(ADVANCED)
             # A hook registered between calls (on a module argument, say) is
-            # a call the compiled function meets without making it.
+            # met by the compiled function without its making the call; kept
+            # apart from the same registration inside the program.
             ops.update(
-                sub.func.attr
+                f"{ADVANCED}.{sub.func.attr}"
                 for sub in ast.walk(node)
                 if isinstance(sub, ast.Call)
                 and isinstance(sub.func, ast.Attribute)
@@ -472,18 +480,39 @@ def program_ops(source: str) -> frozenset[str]:
     return frozenset((ops - stages) | ({STAGED} if stages else set()))
 
 
+#: A hook registration's method name (``register_forward_hook``, ``register_hook``, ...).
 _HOOK_REGISTRATION = re.compile(r"register_\w*hook")
 
 
-def _calls_python_random(node: ast.AST) -> bool:
-    """``random.Random(...)``: the constructor of a Python random-number generator."""
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "Random"
-        and isinstance(node.func.value, ast.Name)
-        and node.func.value.id == "random"
-    )
+def _python_random_arguments(tree: ast.Module) -> frozenset[str]:
+    """The program's parameters that ``inputs`` builds as ``random.Random(...)``
+    (``r1 = random.Random(7)``, or the call in the returned tuple)."""
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    program, inputs = functions.get("program"), functions.get("inputs")
+    if program is None or inputs is None:
+        return frozenset()
+    assigned: dict[str, ast.expr] = {}
+    returned: list[ast.expr] = []
+    for node in ast.walk(inputs):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned[target.id] = node.value
+        elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
+            returned = node.value.elts
+    found = set()
+    for argument, element in zip(program.args.args, returned, strict=False):
+        if isinstance(element, ast.Name):
+            element = assigned.get(element.id, element)
+        if (
+            isinstance(element, ast.Call)
+            and isinstance(element.func, ast.Attribute)
+            and element.func.attr == "Random"
+            and isinstance(element.func.value, ast.Name)
+            and element.func.value.id == "random"
+        ):
+            found.add(argument.arg)
+    return frozenset(found)
 
 
 @functools.cache
@@ -499,12 +528,15 @@ def template_functions() -> frozenset[str]:
 
 @functools.cache
 def template_classes() -> frozenset[str]:
-    """The classes the generator's templates define (``StraightSin``): a program
-    that uses one makes a call of that name, however it reaches it."""
+    """The autograd Functions the generator's templates define (``StraightSin``): a
+    program that uses one makes a call of that name, however it reaches it (called,
+    or handed to a transform)."""
     from pytest_cgraph.strategies.templates import TEMPLATES
 
     return frozenset(
-        name for text in TEMPLATES.values() for name in re.findall(r"^class (\w+)", text, re.M)
+        name
+        for text in TEMPLATES.values()
+        for name in re.findall(r"^class (\w+)\(torch\.autograd\.Function\)", text, re.M)
     )
 
 
@@ -627,8 +659,9 @@ ADVANCED = "ADVANCE"
 DATA_ASSIGNED = ".data="
 #: ... for a call of an argument (a module) whose class ``inputs`` does not show.
 MODULE_CALL = "MODULE()"
-#: ... for an argument that is a Python ``random.Random`` (built so in ``inputs``):
-#: its draws are method calls any object could make; the object is the cause.
+#: ... for a draw from an argument that ``inputs`` builds as a Python
+#: ``random.Random``: its methods are names any object could have; the object
+#: drawn from is the cause.
 PYTHON_RANDOM = "random.Random()"
 
 _BUILTIN_CALLS = frozenset(

@@ -949,9 +949,10 @@ def _inplace_more(ctx: Context) -> tuple[list[str], bool]:
 def _caught_error(ctx: Context) -> tuple[list[str], bool]:
     # An op eager rejects, caught by the program: compiled code must raise
     # where eager does, so that the handler runs on both sides. One error
-    # stands for all (a view no size fits: sizes are 1 to 3, so no numel is
-    # a multiple of 7), so that a failure to raise it is one signature
-    # whatever the tensor; the op that raises does not matter to the mechanism.
+    # stands for all, a view to 7 rows, so that a failure to raise it is one
+    # signature whatever the tensor: the op that raises does not matter to
+    # the mechanism. Drawn sizes are 1 to 3, so it raises as drawn; where a
+    # size grows to fit (a dynamic schedule), both sides take the try body.
     return [
         "try:",
         f"    {ctx.new_name} = {ctx.x}.view(7, -1)",
@@ -1133,8 +1134,9 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("unfold", "view", VIEWS, _rank_at_least(1), _unfold),
     # Python builtins and comprehensions over tensors.
     OpSpec("python", "outplace", SCALARS | VIEWS, _rank_at_least(1), _python_constructs),
-    # An op that raises, caught by try/except in the program.
-    OpSpec("caught_error", "outplace", MUTATION | SCALARS, _tensor, _caught_error),
+    # An op that raises, caught by try/except in the program (scalars and
+    # mixed only: on torch 2.13 every program of it meets one known bug).
+    OpSpec("caught_error", "outplace", SCALARS, _tensor, _caught_error),
 )
 
 

@@ -96,12 +96,18 @@ def test_a_module_call_has_its_class_s_hazard() -> None:
     assert hazard_of("Counter()") is None
 
 
-def test_a_template_function_is_a_call_of_its_name_even_when_handed_to_a_transform() -> None:
+def test_a_template_class_is_a_call_of_its_name_even_when_handed_to_a_transform() -> None:
     called = program_ops("def program(a0):\n    return (StraightSin.apply(a0),)\n")
     handed = program_ops(
         "def program(a0):\n"
         "    return (torch.func.jvp(StraightSin.apply, (a0,), (torch.ones_like(a0),))[1],)\n"
     )
     assert "StraightSin" in called and "StraightSin" in handed
-    # A class of the program's own, not a template, is no such call.
+    # A class of the program's own, not a template, is no such call; nor is
+    # the module template, which a call of its argument names (Counter()).
     assert "Mine" not in program_ops("def program(a0):\n    return (Mine.apply(a0),)\n")
+    named = "def program(m1, a0):\n    assert isinstance(m1, Counter)\n    return (a0,)\n"
+    assert "Counter" not in program_ops(named)
+    assert "autograd.grad" in program_ops(
+        "def program(a0):\n    return (torch.autograd.grad(a0.sum(), a0)[0],)\n"
+    )

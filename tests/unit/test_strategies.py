@@ -75,10 +75,9 @@ def test_every_op_and_family_is_drawn(sample: list[Program]) -> None:
         "schedule:dynamic",
         "schedule:optimizer",
         "schedule:module_hooks",
-        *(
-            f"module_hook:{kind}"
-            for kind in ("forward_hook", "forward_pre_hook", "full_backward_hook")
-        ),
+        "module_hook:forward_hook",
+        "module_hook:forward_pre_hook",
+        "module_hook:full_backward_hook",
         "module_hook:full_backward_pre_hook",
         "role:random",
         "compiled_autograd",
