@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import random
+import types
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -35,6 +36,18 @@ def is_python_random(value: Any) -> bool:
     return type(value) is random.Random
 
 
+def is_plain_object(value: Any) -> bool:
+    """A user object that holds state in its attributes (``self.count``): not a
+    tensor, module, optimizer or generator (copied their own ways), nor a
+    function, class or module, whose attributes are not the program's state."""
+    return (
+        hasattr(value, "__dict__")
+        and not callable(value)
+        and not isinstance(value, (torch.Tensor, types.ModuleType, random.Random))
+        and not is_stateful_object(value)
+    )
+
+
 def clone_arguments(values: Sequence[Any], device: torch.device | None = None) -> list[Any]:
     """One side's copies of a program's flat arguments: tensors, modules, optimizers.
 
@@ -43,7 +56,8 @@ def clone_arguments(values: Sequence[Any], device: torch.device | None = None) -
     tensor argument to its copy, so a parameter passed both inside its
     module and on its own stays one tensor, and an optimizer's parameters
     are its side's copies of the module's. A ``random.Random`` is copied with
-    its state. Other values pass through.
+    its state, a plain object (:func:`is_plain_object`) with its attributes.
+    Other values pass through.
     """
     copies = clone_preserving_aliases(values, device)
     memo: dict[int, Any] = {
@@ -81,6 +95,14 @@ def clone_arguments(values: Sequence[Any], device: torch.device | None = None) -
             # Its state is what each call's draws advance: shared, one
             # side's draws would move the numbers the other side sees.
             copies[index] = copy.deepcopy(value)
+        elif is_plain_object(value):
+            # The same for an object's attributes; tensors in it resolve to
+            # this side's copies. One that cannot be copied stays shared, as
+            # before, rather than failing the check.
+            try:
+                copies[index] = copy.deepcopy(value, memo)
+            except Exception:  # any failure to copy: keep the original, shared
+                copies[index] = value
     return copies
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from pytest_cgraph.oracle.cloning import (
+    is_plain_object,
     is_python_random,
     is_stateful_object,
     named_state,
@@ -81,9 +82,48 @@ def observed_arguments(flat_args: Sequence[Any], names: Sequence[str]) -> list[t
     for name, value in zip(names, flat_args, strict=True):
         if is_stateful_object(value):
             observed.extend(named_state(name, value))
+        elif is_plain_object(value):
+            observed.extend(object_state(name, value))
         else:
             observed.append((name, value))
     return observed
+
+
+#: Attribute values compared by value: what ``==`` means the same on both sides.
+_PLAIN_DATA = (bool, int, float, complex, str, bytes, type(None))
+
+
+def object_state(name: str, value: Any) -> list[tuple[str, Any]]:
+    """A plain object's attributes by path (``h1.count``), as comparable values.
+
+    Numbers, strings and tensors are themselves; lists and tuples of numbers
+    and strings are frozen as tuples. Any other object cannot be compared
+    across sides (each side has its own copy), so it is named by which of the
+    object's attributes hold that same object: ``h1.state`` reads ``<the
+    object h1.on holds>`` when the state is the ``on`` sentinel.
+    """
+    attributes = sorted(vars(value).items())
+    holders: dict[int, list[str]] = {}
+    for attribute, held in attributes:
+        holders.setdefault(id(held), []).append(attribute)
+    state: list[tuple[str, Any]] = []
+    for attribute, held in attributes:
+        path = f"{name}.{attribute}"
+        if isinstance(held, (torch.Tensor, *_PLAIN_DATA)):
+            state.append((path, held))
+        elif isinstance(held, (list, tuple)) and all(isinstance(i, _PLAIN_DATA) for i in held):
+            state.append((path, tuple(held)))
+        else:
+            others = [f"{name}.{a}" for a in holders[id(held)] if a != attribute]
+            state.append(
+                (
+                    path,
+                    f"<the object {', '.join(others)} holds>"
+                    if others
+                    else "<an object of its own>",
+                )
+            )
+    return state
 
 
 def describe_aliasing(

@@ -381,6 +381,8 @@ def program_ops(source: str) -> frozenset[str]:
     next). A draw from a ``random.Random`` argument gives ``random.Random()``;
     ``torch.autograd.grad`` gives ``autograd.grad`` besides ``grad``; a
     template Function used in any way gives its class name (``StraightSin``);
+    reading or writing an attribute of an argument ``inputs`` builds from a
+    class gives the class (``h1.count``: ``Holder()``);
     a hook that ``advance`` registers between calls gives
     ``ADVANCE.register_forward_hook``.
 
@@ -422,7 +424,9 @@ def program_ops(source: str) -> frozenset[str]:
         and node.name not in template_functions()
     }
     modules = _argument_classes(tree)
-    generators = _python_random_arguments(tree)
+    built = _built_arguments(tree)
+    generators = _python_random_arguments(built)
+    objects = _object_arguments(tree, built)
     ops = set()
     followed: set[str] = set()
     while programs:
@@ -444,6 +448,11 @@ def program_ops(source: str) -> frozenset[str]:
                     ops.add(modules[node.func.id])
                 elif isinstance(node.func, ast.Name) and node.func.id not in _BUILTIN_CALLS:
                     ops.add(node.func.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                if node.value.id in objects:
+                    # State read or written on an object argument (h1.count):
+                    # a use of its class.
+                    ops.add(objects[node.value.id])
             elif isinstance(node, ast.Name) and node.id in template_classes():
                 # A template Function, called or handed to a transform
                 # (torch.func.jvp(StraightSin.apply, ...)): a call of its own name.
@@ -484,13 +493,13 @@ def program_ops(source: str) -> frozenset[str]:
 _HOOK_REGISTRATION = re.compile(r"register_\w*hook")
 
 
-def _python_random_arguments(tree: ast.Module) -> frozenset[str]:
-    """The program's parameters that ``inputs`` builds as ``random.Random(...)``
-    (``r1 = random.Random(7)``, or the call in the returned tuple)."""
+def _built_arguments(tree: ast.Module) -> dict[str, ast.Call]:
+    """The program's parameters that ``inputs`` builds by a call, with that call
+    (``r1 = random.Random(7)``, ``h2 = Holder()``, or the call in the returned tuple)."""
     functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
     program, inputs = functions.get("program"), functions.get("inputs")
     if program is None or inputs is None:
-        return frozenset()
+        return {}
     assigned: dict[str, ast.expr] = {}
     returned: list[ast.expr] = []
     for node in ast.walk(inputs):
@@ -500,19 +509,38 @@ def _python_random_arguments(tree: ast.Module) -> frozenset[str]:
                     assigned[target.id] = node.value
         elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
             returned = node.value.elts
-    found = set()
+    built = {}
     for argument, element in zip(program.args.args, returned, strict=False):
         if isinstance(element, ast.Name):
             element = assigned.get(element.id, element)
-        if (
-            isinstance(element, ast.Call)
-            and isinstance(element.func, ast.Attribute)
-            and element.func.attr == "Random"
-            and isinstance(element.func.value, ast.Name)
-            and element.func.value.id == "random"
-        ):
-            found.add(argument.arg)
-    return frozenset(found)
+        if isinstance(element, ast.Call):
+            built[argument.arg] = element
+    return built
+
+
+def _python_random_arguments(built: dict[str, ast.Call]) -> frozenset[str]:
+    """The parameters built as ``random.Random(...)``."""
+    return frozenset(
+        name
+        for name, call in built.items()
+        if isinstance(call.func, ast.Attribute)
+        and call.func.attr == "Random"
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == "random"
+    )
+
+
+def _object_arguments(tree: ast.Module, built: dict[str, ast.Call]) -> dict[str, str]:
+    """The parameters built by calling a class the source defines (``Holder()``), by
+    the pseudo-op their use is: the class, not the argument's name (``h1`` in one
+    program, ``h3`` in the next). torch's own classes (``nn.Parameter``) are not
+    objects of the program's state."""
+    classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+    return {
+        name: f"{call.func.id}()"
+        for name, call in built.items()
+        if isinstance(call.func, ast.Name) and call.func.id in classes
+    }
 
 
 @functools.cache

@@ -53,16 +53,18 @@ _PREFIX = {
     "number": "n",
     "module": "m",
     "random": "r",
+    "holder": "h",
 }
 #: Roles each family draws its extra inputs from. A ``random.Random`` is
-#: drawn only where its draws are (the random ops of ``rng`` and ``mixed``).
+#: drawn only where its draws are (the random ops of ``rng`` and ``mixed``),
+#: a ``Holder`` where its reads and writes are (``schedules`` and ``mixed``).
 _ROLES_BY_FAMILY = {
     "scalars": ("argument", "scalar", "number", "parameter"),
     "autograd": ("argument", "parameter", "buffer", "module"),
-    "schedules": ("argument", "parameter", "scalar", "buffer", "module"),
+    "schedules": ("argument", "parameter", "scalar", "buffer", "module", "holder"),
     "rng": ("argument", "parameter", "random", "scalar", "number", "buffer", "module"),
     **{
-        family: tuple(role for role in ROLES if role != "random")
+        family: tuple(role for role in ROLES if role not in ("random", "holder"))
         for family in ("mutation", "views", "transfer")
     },
 }
@@ -230,6 +232,7 @@ def _programs(
         with grad_mode(mode):
             opening = _module_calls(variables, env)
             basic, own = ops_for(family, device)
+            opening += _holder_steps(draw, own, variables, env)
             # mixed mixes every hazard class evenly (a class first, then an op).
             strata = hazard_strata(own) if family == "mixed" else ()
             statements = opening + _draw_statements(
@@ -295,9 +298,8 @@ def _draw_schedule(draw: Any, family: str) -> str:
 
 
 def _origin_of(spec: InputSpec) -> str:
-    return (
-        spec.role if spec.role in ("parameter", "scalar", "number", "module", "random") else "input"
-    )
+    objects = ("parameter", "scalar", "number", "module", "random", "holder")
+    return spec.role if spec.role in objects else "input"
 
 
 @st.composite
@@ -326,7 +328,7 @@ def _tensor_spec(
     schedule: str = "persistent",
 ) -> InputSpec:
     name = f"{_PREFIX[role]}{index}"
-    if role in ("scalar", "number", "module", "random"):
+    if role in ("scalar", "number", "module", "random", "holder"):
         return InputSpec(name, role, (), "float32")
     shape = tuple(draw(_SHAPES))
     if role == "parameter":
@@ -389,6 +391,23 @@ def _module_calls(variables: list[Var], env: dict[str, Any]) -> list[Statement]:
             variables.append(Var(name, env[name], "intermediate"))
             calls.append(Statement("module_call", (line,), (name,), frozenset({"module_call"})))
     return calls
+
+
+def _holder_steps(
+    draw: Any, own: tuple[OpSpec, ...], variables: list[Var], env: dict[str, Any]
+) -> list[Statement]:
+    """A first read-and-write of a ``Holder`` argument's state, drawn at once, so
+    that the argument is used whenever it is drawn (as a module is called)."""
+    step = next((op for op in own if op.name == "python_state"), None)
+    first = next((v for v in variables if v.tensor is not None), None)
+    if step is None or first is None or not any(v.origin == "holder" for v in variables):
+        return []
+    name = _next_name(variables)
+    built = step.build(Context(draw, first, variables, name))
+    if built is None or not _runs_cleanly(built[0], env):
+        return []
+    variables.append(Var(name, env[name], "intermediate"))
+    return [Statement(step.name, tuple(built[0]), (name,), frozenset({step.name}))]
 
 
 def _next_name(variables: list[Var]) -> str:

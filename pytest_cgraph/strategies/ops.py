@@ -549,6 +549,33 @@ def _python_random(ctx: Context) -> tuple[list[str], bool] | None:
     return [f"{ctx.new_name} = {how.format(x=ctx.x, r=source)}"], True
 
 
+_HOLDER_STEPS = (
+    # A count rebound, then read.
+    ("{h}.count += 1", "{v} = {x} * {h}.count"),
+    # A branch on which sentinel is current, then the other made current.
+    (
+        "{v} = {x} + 1 if {h}.state is {h}.on else {x} * 2",
+        "{h}.state = {h}.off if {h}.state is {h}.on else {h}.on",
+    ),
+    # A list appended to, its length read.
+    ("{h}.items.append({h}.count)", "{v} = {x} * len({h}.items)"),
+    # setattr by name.
+    ("setattr({h}, 'count', {h}.count + 2)", "{v} = {x} + {h}.count"),
+)
+
+
+def _python_state(ctx: Context) -> tuple[list[str], bool] | None:
+    # State kept in a plain Python object argument across calls: Dynamo must
+    # guard the attributes it read (a branch taken on which object is
+    # current) and replay the writes, as eager makes them every call.
+    holders = [v.name for v in ctx.variables if v.origin == "holder"]
+    if not holders:
+        return None
+    holder = ctx.draw(st.sampled_from(holders))
+    steps = ctx.draw(st.sampled_from(_HOLDER_STEPS))
+    return [line.format(h=holder, v=ctx.new_name, x=ctx.x) for line in steps], True
+
+
 def _where_scalar(ctx: Context) -> tuple[list[str], bool] | None:
     scalars = [v.name for v in ctx.variables if v.origin == "scalar"]
     if not scalars:
@@ -1134,6 +1161,8 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("unfold", "view", VIEWS, _rank_at_least(1), _unfold),
     # Python builtins and comprehensions over tensors.
     OpSpec("python", "outplace", SCALARS | VIEWS, _rank_at_least(1), _python_constructs),
+    # Reads and writes of a plain Python object argument's state.
+    OpSpec("python_state", "python", _families("schedules"), _tensor, _python_state),
     # An op that raises, caught by try/except in the program (scalars and
     # mixed only: on torch 2.13 every program of it meets one known bug).
     OpSpec("caught_error", "outplace", SCALARS, _tensor, _caught_error),
@@ -1166,6 +1195,10 @@ HAZARD_CLASSES = {
     "factory": "compute",
     "metadata_read": "compute",
     "graph": "compute",
+    # A Holder's reads and writes: its argument is drawn rarely, and each is
+    # used at once by an opening step (generate._holder_steps), so they
+    # need no class of their own to be met.
+    "python": "compute",
 }
 
 

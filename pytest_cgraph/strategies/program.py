@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_cgraph.oracle import protocol
-from pytest_cgraph.strategies.templates import MODULE, TEMPLATES
+from pytest_cgraph.strategies.templates import HOLDER, MODULE, TEMPLATES
 
 #: How arguments evolve across iterations.
 #: ``persistent``: the same tensors every call, mutations accumulate;
@@ -55,8 +55,9 @@ MODULE_HOOKS = (
 )
 
 #: Roles of an input: what it stands for in a model's step function.
-#: ``random``: a Python ``random.Random`` object the program draws numbers from.
-ROLES = ("argument", "parameter", "buffer", "scalar", "number", "module", "random")
+#: ``random``: a Python ``random.Random`` object the program draws numbers from;
+#: ``holder``: a plain Python object holding state (``templates.HOLDER``).
+ROLES = ("argument", "parameter", "buffer", "scalar", "number", "module", "random", "holder")
 
 #: Memory layouts an input can arrive in.
 #: ``alias``: a view of an earlier input's memory from its start;
@@ -101,7 +102,7 @@ class InputSpec:
 
     def features(self) -> set[str]:
         """Coverage keys this input contributes."""
-        if self.role in ("module", "random"):
+        if self.role in ("module", "random", "holder"):
             return {f"role:{self.role}"}
         found = {f"role:{self.role}", f"dtype:{self.dtype}"}
         if not self.is_host_scalar:
@@ -287,6 +288,8 @@ class Program:
     def preludes(self) -> tuple[str, ...]:
         """The module-level definitions the statements call, each once, in order."""
         modules = [TEMPLATES[MODULE].strip("\n")] if self.module_indices else []
+        if any(spec.role == "holder" for spec in self.inputs):
+            modules.append(TEMPLATES[HOLDER].strip("\n"))
         return tuple(dict.fromkeys([*modules, *(d for s in self.statements for d in s.prelude)]))
 
     @property
@@ -372,6 +375,8 @@ def _build_input(spec: InputSpec, schedule: str) -> list[str]:
     name = spec.name
     if spec.role == "module":
         return [f"{name} = Counter()"]
+    if spec.role == "holder":
+        return [f"{name} = Holder()"]
     if spec.role == "random":
         # Seeded per call where inputs are fresh; else one object, whose
         # state each call's draws advance.

@@ -183,6 +183,21 @@ class Counter(torch.nn.Module):
         return x * self.weight + self.calls
 """
 
+#: The class a ``holder`` input is built from (``h1 = Holder()``), keyed like a call.
+HOLDER = "Holder()"
+TEMPLATES[HOLDER] = """
+# A plain Python object a step function keeps its state in: a count, a list,
+# and a current state that is one of two sentinel objects. The program reads,
+# rebinds and appends to them, and branches on which sentinel is current:
+# compiled code must guard what it branched on and replay every write.
+class Holder:
+    def __init__(self):
+        self.on, self.off = object(), object()
+        self.state = self.on
+        self.count = 0
+        self.items = []
+"""
+
 _CALLS = re.compile("|".join(re.escape(call) for call in TEMPLATES))
 
 

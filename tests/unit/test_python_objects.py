@@ -1,5 +1,6 @@
 """Python objects as arguments: a ``random.Random`` copied per side and compared
-by state; hooks registered on a module argument between calls."""
+by state; a plain object copied per side and compared by its attributes; hooks
+registered on a module argument between calls."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import torch
 from pytest_cgraph import EquivalenceError, check_source
 from pytest_cgraph.oracle.cloning import clone_arguments
 from pytest_cgraph.oracle.difference import Kind
-from pytest_cgraph.oracle.observe import PythonRandomState, snapshot
+from pytest_cgraph.oracle.observe import PythonRandomState, object_state, snapshot
 from pytest_cgraph.registry.entries import (
     ADVANCED,
     PYTHON_RANDOM,
@@ -22,6 +23,7 @@ from pytest_cgraph.registry.entries import (
 from pytest_cgraph.registry.hazards import hazard_of
 from pytest_cgraph.strategies import draw_programs
 from pytest_cgraph.strategies.program import MODULE_HOOKS
+from pytest_cgraph.strategies.templates import HOLDER, TEMPLATES
 
 
 def known_here(bug: str) -> pytest.MarkDecorator:
@@ -150,3 +152,70 @@ def advance(k, args, outputs):
     difference = raised.value.difference
     assert difference.iteration == 2
     assert difference.kind is (Kind.VALUE if "forward" in hook else Kind.GRAD)
+
+
+#: A Holder argument (the generator's template) whose state the program
+#: branches on and rebinds.
+TOGGLE = f"""
+import torch
+
+{TEMPLATES[HOLDER]}
+
+def program(a0, h1):
+    v0 = a0 + 1 if h1.state is h1.on else a0 * 2
+    h1.state = h1.off if h1.state is h1.on else h1.on
+    return (v0,)
+
+
+def inputs(k):
+    return (torch.ones(2), Holder())
+"""
+
+
+def test_a_plain_object_is_copied_per_side_with_its_attributes() -> None:
+    namespace: dict[str, object] = {"torch": torch}
+    exec(TEMPLATES[HOLDER], namespace)
+    holder = namespace["Holder"]()  # type: ignore[operator]
+    tensor = torch.ones(2)
+    holder.weight = tensor  # type: ignore[attr-defined]
+    copied_tensor, copied = clone_arguments([tensor, holder])
+    assert copied is not holder and copied.items is not holder.items
+    assert copied.state is copied.on and copied.weight is copied_tensor
+
+
+def test_a_plain_object_is_observed_by_its_attributes_and_their_identities() -> None:
+    namespace: dict[str, object] = {"torch": torch}
+    exec(TEMPLATES[HOLDER], namespace)
+    holder = namespace["Holder"]()  # type: ignore[operator]
+    holder.items.append(3)
+    state = dict(object_state("h1", holder))
+    assert state["h1.count"] == 0 and state["h1.items"] == (3,)
+    assert state["h1.state"] == "<the object h1.on holds>"
+    assert state["h1.off"] == "<an object of its own>"
+
+
+def test_a_program_using_an_object_argument_names_its_class() -> None:
+    assert "Holder()" in program_ops(TOGGLE)
+    # torch's own classes built in inputs are not objects of the program's state.
+    parameter = (
+        "def program(p1):\n    return (p1.grad,)\n\n\n"
+        "def inputs(k):\n    return (torch.nn.Parameter(torch.ones(1)),)\n"
+    )
+    assert "Parameter()" not in program_ops(parameter)
+
+
+def test_holder_arguments_are_drawn_and_used() -> None:
+    drawn = draw_programs(300, seed=3, families=("schedules",))
+    held = [p for p in drawn if any(s.role == "holder" for s in p.inputs)]
+    assert held, "no Holder argument in 300 schedules programs"
+    # Each is used at once (as a module is called), so it is never idle.
+    assert all("python_state" in p.all_features() for p in held)
+
+
+@known_here("dynamo-attribute-identity-unguarded")
+def test_a_branch_on_an_attribute_s_identity_replayed_is_a_difference_torch_makes() -> None:
+    with pytest.raises(EquivalenceError) as raised:
+        check_source(TOGGLE, backend="eager", iters=3)
+    difference = raised.value.difference
+    assert difference.iteration == 2
+    assert difference.kind in (Kind.VALUE, Kind.MUTATION)

@@ -18,9 +18,22 @@ ALL_FAMILIES = tuple(FAMILIES)
 #: Features drawn rarely by design, each with the families that draw it:
 #: ``alias_sometimes`` needs a fresh or dynamic schedule, an aliased layout
 #: and a coin, all at once; ``retain_grad`` a live non-leaf requiring grad
-#: (3 to 13 of 200 autograd programs, by seed). They are looked for in a
-#: larger sample of those families.
-RARE = {"layout:alias_sometimes": ("schedules", "scalars"), "retain_grad": ("autograd",)}
+#: (3 to 13 of 200 autograd programs, by seed); each hook of the
+#: ``module_hooks`` schedule, drawn a quarter as often as the others. They
+#: are looked for in a larger sample of those families.
+RARE = {
+    "layout:alias_sometimes": ("schedules", "scalars"),
+    "retain_grad": ("autograd",),
+    **dict.fromkeys(
+        (
+            "module_hook:forward_hook",
+            "module_hook:forward_pre_hook",
+            "module_hook:full_backward_hook",
+            "module_hook:full_backward_pre_hook",
+        ),
+        ("schedules", "mixed"),
+    ),
+}
 
 
 def draw_many(count: int, **kwargs: object) -> list[Program]:
@@ -80,6 +93,7 @@ def test_every_op_and_family_is_drawn(sample: list[Program]) -> None:
         "module_hook:full_backward_hook",
         "module_hook:full_backward_pre_hook",
         "role:random",
+        "role:holder",
         "compiled_autograd",
         "chained_compiles",
         "grad_mode:no_grad",
