@@ -61,7 +61,10 @@ def check_equivalent(
             ``nn.Module`` and ``torch.optim.Optimizer`` objects (also inside
             tuples, lists and dicts) are copied per side; a module's
             parameters, buffers and grads are compared by path
-            (``net.lin.weight``).
+            (``net.lin.weight``). A ``random.Random`` is copied with its
+            state, and an object whose class declares ``__cgraph_state__``
+            (attribute names) with those attributes, compared after each
+            call; any other object is passed to both sides as it is.
         iters: calls per side; 4 or more let CUDA-graph trees replay twice
             (call 1 warms up, call 2 records, 3.. replay).
         backend: a ``torch.compile`` backend name, ``reduce-overhead`` or

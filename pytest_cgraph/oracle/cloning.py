@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import random
-import types
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -36,16 +35,27 @@ def is_python_random(value: Any) -> bool:
     return type(value) is random.Random
 
 
-def is_plain_object(value: Any) -> bool:
-    """A user object that holds state in its attributes (``self.count``): not a
-    tensor, module, optimizer or generator (copied their own ways), nor a
-    function, class or module, whose attributes are not the program's state."""
-    return (
-        hasattr(value, "__dict__")
-        and not callable(value)
-        and not isinstance(value, (torch.Tensor, types.ModuleType, random.Random))
-        and not is_stateful_object(value)
-    )
+#: The class attribute by which an object opts in to being program state:
+#: the names of the attributes a call may change, which are then compared.
+STATE_ATTRIBUTES = "__cgraph_state__"
+
+
+def state_attributes(value: Any) -> tuple[str, ...] | None:
+    """The attributes an object declares as its state (``__cgraph_state__``), or
+    ``None`` for an object that declares none.
+
+    Only such an object is copied per side and compared by those attributes.
+    Any other object passes through shared, as before: an object's other
+    attributes (timestamps, ids, floats read off tensors, caches) may differ
+    between two honest runs, and deep-copying an arbitrary object (a dataset,
+    a tokenizer) may be costly or impossible.
+    """
+    if isinstance(value, (torch.Tensor, type)) or is_stateful_object(value):
+        return None
+    declared = getattr(type(value), STATE_ATTRIBUTES, None)
+    if not isinstance(declared, tuple) or not all(isinstance(n, str) for n in declared):
+        return None
+    return declared
 
 
 def clone_arguments(values: Sequence[Any], device: torch.device | None = None) -> list[Any]:
@@ -56,8 +66,8 @@ def clone_arguments(values: Sequence[Any], device: torch.device | None = None) -
     tensor argument to its copy, so a parameter passed both inside its
     module and on its own stays one tensor, and an optimizer's parameters
     are its side's copies of the module's. A ``random.Random`` is copied with
-    its state, a plain object (:func:`is_plain_object`) with its attributes.
-    Other values pass through.
+    its state, an object that declares its state (:func:`state_attributes`)
+    with its attributes. Other values pass through.
     """
     copies = clone_preserving_aliases(values, device)
     memo: dict[int, Any] = {
@@ -95,14 +105,17 @@ def clone_arguments(values: Sequence[Any], device: torch.device | None = None) -
             # Its state is what each call's draws advance: shared, one
             # side's draws would move the numbers the other side sees.
             copies[index] = copy.deepcopy(value)
-        elif is_plain_object(value):
-            # The same for an object's attributes; tensors in it resolve to
-            # this side's copies. One that cannot be copied stays shared, as
-            # before, rather than failing the check.
+        elif state_attributes(value) is not None:
+            # The same for an object's declared state; tensors in it resolve
+            # to this side's copies.
             try:
-                copies[index] = copy.deepcopy(value, memo)
-            except Exception:  # any failure to copy: keep the original, shared
-                copies[index] = value
+                copies[index] = copy.deepcopy(value, dict(memo))
+            except Exception as error:
+                why = str(error).splitlines()[0] if str(error) else repr(error)
+                raise ValueError(
+                    f"argument {index} ({type(value).__name__}) declares {STATE_ATTRIBUTES} "
+                    f"but cannot be copied per side: {why}"
+                ) from None
     return copies
 
 

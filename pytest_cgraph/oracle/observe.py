@@ -15,10 +15,10 @@ from typing import Any
 import torch
 
 from pytest_cgraph.oracle.cloning import (
-    is_plain_object,
     is_python_random,
     is_stateful_object,
     named_state,
+    state_attributes,
     storage_key,
 )
 from pytest_cgraph.oracle.compare import TensorSnapshot
@@ -82,7 +82,7 @@ def observed_arguments(flat_args: Sequence[Any], names: Sequence[str]) -> list[t
     for name, value in zip(names, flat_args, strict=True):
         if is_stateful_object(value):
             observed.extend(named_state(name, value))
-        elif is_plain_object(value):
+        elif state_attributes(value) is not None:
             observed.extend(object_state(name, value))
         else:
             observed.append((name, value))
@@ -94,27 +94,29 @@ _PLAIN_DATA = (bool, int, float, complex, str, bytes, type(None))
 
 
 def object_state(name: str, value: Any) -> list[tuple[str, Any]]:
-    """A plain object's attributes by path (``h1.count``), as comparable values.
+    """An object's declared state (:func:`cloning.state_attributes`) by path
+    (``h1.count``), as comparable values.
 
     Numbers, strings and tensors are themselves; lists and tuples of numbers
     and strings are frozen as tuples. Any other object cannot be compared
     across sides (each side has its own copy), so it is named by which of the
-    object's attributes hold that same object: ``h1.state`` reads ``<the
-    object h1.on holds>`` when the state is the ``on`` sentinel.
+    object's other attributes hold that same object: ``h1.state`` reads
+    ``<the object h1.on holds>`` when the state is the ``on`` sentinel.
     """
-    attributes = sorted(vars(value).items())
-    holders: dict[int, list[str]] = {}
-    for attribute, held in attributes:
-        holders.setdefault(id(held), []).append(attribute)
+    declared = state_attributes(value) or ()
+    everything = vars(value)
     state: list[tuple[str, Any]] = []
-    for attribute, held in attributes:
+    for attribute in declared:
         path = f"{name}.{attribute}"
-        if isinstance(held, (torch.Tensor, *_PLAIN_DATA)):
+        held = everything.get(attribute, _MISSING)
+        if held is _MISSING:
+            state.append((path, "<no such attribute>"))
+        elif isinstance(held, (torch.Tensor, *_PLAIN_DATA)):
             state.append((path, held))
         elif isinstance(held, (list, tuple)) and all(isinstance(i, _PLAIN_DATA) for i in held):
             state.append((path, tuple(held)))
         else:
-            others = [f"{name}.{a}" for a in holders[id(held)] if a != attribute]
+            others = [f"{name}.{a}" for a, v in everything.items() if v is held and a != attribute]
             state.append(
                 (
                     path,
@@ -124,6 +126,9 @@ def object_state(name: str, value: Any) -> list[tuple[str, Any]]:
                 )
             )
     return state
+
+
+_MISSING = object()
 
 
 def describe_aliasing(

@@ -382,7 +382,8 @@ def program_ops(source: str) -> frozenset[str]:
     ``torch.autograd.grad`` gives ``autograd.grad`` besides ``grad``; a
     template Function used in any way gives its class name (``StraightSin``);
     reading or writing an attribute of an argument ``inputs`` builds from a
-    class gives the class (``h1.count``: ``Holder()``);
+    class of the source (not a module) gives the class (``h1.count``:
+    ``Holder()``), and an identity test on one gives ``Holder() is``;
     a hook that ``advance`` registers between calls gives
     ``ADVANCE.register_forward_hook``.
 
@@ -453,6 +454,18 @@ def program_ops(source: str) -> frozenset[str]:
                     # State read or written on an object argument (h1.count):
                     # a use of its class.
                     ops.add(objects[node.value.id])
+            elif isinstance(node, ast.Compare) and any(
+                isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops
+            ):
+                # An identity test between an object argument's attributes
+                # (h1.state is h1.on): a branch on which object it holds.
+                ops.update(
+                    f"{objects[side.value.id]} is"
+                    for side in (node.left, *node.comparators)
+                    if isinstance(side, ast.Attribute)
+                    and isinstance(side.value, ast.Name)
+                    and side.value.id in objects
+                )
             elif isinstance(node, ast.Name) and node.id in template_classes():
                 # A template Function, called or handed to a transform
                 # (torch.func.jvp(StraightSin.apply, ...)): a call of its own name.
@@ -535,7 +548,13 @@ def _object_arguments(tree: ast.Module, built: dict[str, ast.Call]) -> dict[str,
     the pseudo-op their use is: the class, not the argument's name (``h1`` in one
     program, ``h3`` in the next). torch's own classes (``nn.Parameter``) are not
     objects of the program's state."""
-    classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+    classes = {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+        # A module argument is named by its calls (_argument_classes).
+        and not any(ast.unparse(base).endswith("Module") for base in node.bases)
+    }
     return {
         name: f"{call.func.id}()"
         for name, call in built.items()

@@ -554,7 +554,7 @@ _HOLDER_STEPS = (
     ("{h}.count += 1", "{v} = {x} * {h}.count"),
     # A branch on which sentinel is current, then the other made current.
     (
-        "{v} = {x} + 1 if {h}.state is {h}.on else {x} * 2",
+        "{v} = {x} + 1 if {h}.state is {h}.on else {x} * 3",
         "{h}.state = {h}.off if {h}.state is {h}.on else {h}.on",
     ),
     # A list appended to, its length read.

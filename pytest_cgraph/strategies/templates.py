@@ -191,6 +191,9 @@ TEMPLATES[HOLDER] = """
 # rebinds and appends to them, and branches on which sentinel is current:
 # compiled code must guard what it branched on and replay every write.
 class Holder:
+    # Copied per side and compared by these attributes (pytest-cgraph).
+    __cgraph_state__ = ("count", "items", "state")
+
     def __init__(self):
         self.on, self.off = object(), object()
         self.state = self.on

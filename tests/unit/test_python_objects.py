@@ -5,11 +5,13 @@ registered on a module argument between calls."""
 from __future__ import annotations
 
 import random
+import threading
+import time
 
 import pytest
 import torch
 
-from pytest_cgraph import EquivalenceError, check_source
+from pytest_cgraph import ConfigurationError, EquivalenceError, check_equivalent, check_source
 from pytest_cgraph.oracle.cloning import clone_arguments
 from pytest_cgraph.oracle.difference import Kind
 from pytest_cgraph.oracle.observe import PythonRandomState, object_state, snapshot
@@ -172,30 +174,84 @@ def inputs(k):
 """
 
 
-def test_a_plain_object_is_copied_per_side_with_its_attributes() -> None:
+def _holder() -> object:
     namespace: dict[str, object] = {"torch": torch}
     exec(TEMPLATES[HOLDER], namespace)
-    holder = namespace["Holder"]()  # type: ignore[operator]
+    return namespace["Holder"]()  # type: ignore[operator]
+
+
+def test_an_object_that_declares_its_state_is_copied_per_side() -> None:
+    holder = _holder()
     tensor = torch.ones(2)
     holder.weight = tensor  # type: ignore[attr-defined]
     copied_tensor, copied = clone_arguments([tensor, holder])
-    assert copied is not holder and copied.items is not holder.items
-    assert copied.state is copied.on and copied.weight is copied_tensor
+    assert copied is not holder and copied.items is not holder.items  # type: ignore[attr-defined]
+    assert copied.state is copied.on and copied.weight is copied_tensor  # type: ignore[attr-defined]
 
 
-def test_a_plain_object_is_observed_by_its_attributes_and_their_identities() -> None:
-    namespace: dict[str, object] = {"torch": torch}
-    exec(TEMPLATES[HOLDER], namespace)
-    holder = namespace["Holder"]()  # type: ignore[operator]
-    holder.items.append(3)
+def test_an_object_is_observed_by_its_declared_attributes_and_their_identities() -> None:
+    holder = _holder()
+    holder.items.append(3)  # type: ignore[attr-defined]
     state = dict(object_state("h1", holder))
-    assert state["h1.count"] == 0 and state["h1.items"] == (3,)
-    assert state["h1.state"] == "<the object h1.on holds>"
-    assert state["h1.off"] == "<an object of its own>"
+    assert state == {
+        "h1.count": 0,
+        "h1.items": (3,),
+        "h1.state": "<the object h1.on holds>",
+    }
+
+
+class Timed:
+    """A user's state object that declares nothing: a timestamp, a NaN, a count."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.best = float("nan")
+        self.calls = 0
+
+
+def record_call(x: torch.Tensor, timed: Timed) -> torch.Tensor:
+    timed.calls += 1
+    timed.started = time.perf_counter()
+    return x * 2
+
+
+def test_an_object_that_declares_no_state_is_shared_and_not_compared() -> None:
+    # As before objects could declare their state: one object for both
+    # sides, and nothing of it compared (a timestamp differs run to run).
+    timed = Timed()
+    (same,) = clone_arguments([timed])
+    assert same is timed
+    check_equivalent(record_call, torch.ones(2), timed, backend="eager", iters=2)
+    assert timed.calls == 4  # both sides called it, on the caller's object
+
+
+class Unclonable:
+    __cgraph_state__ = ("lock",)
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
+def test_a_declared_object_that_cannot_be_copied_is_one_clear_error() -> None:
+    with pytest.raises(ConfigurationError, match="declares __cgraph_state__ but cannot be copied"):
+        check_equivalent(lambda x, u: x * 2, torch.ones(2), Unclonable(), backend="eager")
 
 
 def test_a_program_using_an_object_argument_names_its_class() -> None:
-    assert "Holder()" in program_ops(TOGGLE)
+    assert {"Holder()", "Holder() is"} <= program_ops(TOGGLE)
+    counting = TOGGLE.replace(
+        "    v0 = a0 + 1 if h1.state is h1.on else a0 * 2\n"
+        "    h1.state = h1.off if h1.state is h1.on else h1.on\n",
+        "    h1.count += 1\n    v0 = a0 * h1.count\n",
+    )
+    assert "Holder()" in program_ops(counting) and "Holder() is" not in program_ops(counting)
+    # A module argument is named by its calls, not by reading its attributes.
+    module = (
+        "class Net(torch.nn.Module):\n    pass\n\n\n"
+        "def program(m1, a0):\n    return (a0 * m1.training,)\n\n\n"
+        "def inputs(k):\n    return (Net(), torch.ones(1))\n"
+    )
+    assert "Net()" not in program_ops(module)
     # torch's own classes built in inputs are not objects of the program's state.
     parameter = (
         "def program(p1):\n    return (p1.grad,)\n\n\n"
