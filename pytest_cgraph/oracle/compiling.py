@@ -356,4 +356,8 @@ def grad_mode(name: str) -> AbstractContextManager[Any]:
         return torch.no_grad()
     if name == "inference_mode":
         return torch.inference_mode()
-    return contextlib.nullcontext()
+    # The caller's own mode, set again so that it is restored on the way out:
+    # a program that switches grad off (torch.set_grad_enabled(False)) and
+    # raises before switching it back must not leave the process without
+    # grad for every later check.
+    return torch.set_grad_enabled(torch.is_grad_enabled())

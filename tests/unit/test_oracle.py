@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from pytest_cgraph import (
+    CgraphError,
     ConfigurationError,
     EquivalenceError,
     InvalidProgram,
@@ -368,3 +369,25 @@ def test_pytests_log_capture_takes_no_structured_trace_from_a_check(
     assert kept.records
     assert not [record for record in caplog.records if record.name == "torch.__trace"]
     assert caplog.handler in trace_log.handlers  # and pytest's capture is back
+
+
+def test_a_program_that_raises_with_grad_switched_off_leaves_grad_on() -> None:
+    # Checks run one after another in one process: a program that switches
+    # grad off and raises before switching it back must not take grad away
+    # from every later check.
+    source = (
+        "import torch\n\n\n"
+        "def program(a0):\n"
+        "    torch.set_grad_enabled(False)\n"
+        "    if a0.sum() > 0:\n"
+        "        raise RuntimeError('the program fails')\n"
+        "    torch.set_grad_enabled(True)\n"
+        "    return (a0,)\n\n\n"
+        "def inputs(k):\n"
+        "    return (torch.ones(2),)\n"
+    )
+    from pytest_cgraph.checking.runner import check_source
+
+    with pytest.raises(CgraphError):
+        check_source(source, backend="eager")
+    assert torch.is_grad_enabled()
