@@ -600,7 +600,7 @@ def _argument_classes(tree: ast.Module) -> dict[str, str]:
     call still, of no known class.
     """
     functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
-    program, inputs = functions.get("program"), functions.get("inputs")
+    program = functions.get("program")
     if program is None:
         return {}
     parameters = [argument.arg for argument in program.args.args]
@@ -611,25 +611,9 @@ def _argument_classes(tree: ast.Module) -> dict[str, str]:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
     }
     classes = dict.fromkeys((name for name in parameters if name in called), MODULE_CALL)
-    if inputs is None or not classes:
-        return classes
-    assigned: dict[str, ast.expr] = {}
-    returned: list[ast.expr] = []
-    for node in ast.walk(inputs):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    assigned[target.id] = node.value
-        elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
-            returned = node.value.elts
-    for name, element in zip(parameters, returned, strict=False):
-        if name not in classes:
-            continue
-        if isinstance(element, ast.Name):
-            element = assigned.get(element.id, element)
-        if isinstance(element, ast.Call):
-            function = element.func
-            callee = str(getattr(function, "attr", None) or getattr(function, "id", ""))
+    for name, call in _built_arguments(tree).items():
+        if name in classes:
+            callee = str(getattr(call.func, "attr", None) or getattr(call.func, "id", ""))
             if callee[:1].isupper():  # a class; a factory function says nothing of one
                 classes[name] = f"{callee}()"
     return classes
