@@ -131,9 +131,10 @@ def test_a_pool_knows_what_an_earlier_run_wrote_in_the_controllers_repro_dir(
     # broad signature that lacks an entry's ops is still new.)
     again = _run(controller, "--dist=load", *(f"--tx=popen//chdir={worker}" for worker in workers))
     rerun = json.loads((controller / "r.json").read_text())
-    known = {hit["signature"] for hit in rerun["known"]}
-    assert known and known <= found, again.stdout[-3000:]
-    assert all(hit["repro"].startswith(str(controller)) for hit in rerun["known"])
+    # Hits of the shipped baseline's bugs (a bug id) may come in either run.
+    ours = [hit for hit in rerun["known"] if hit["repro"].startswith(str(controller))]
+    assert ours and {hit["signature"] for hit in ours} <= found, again.stdout[-3000:]
+    assert all(hit in ours or hit["bug"] for hit in rerun["known"])
 
 
 FAST_SNAPSHOTS = """
