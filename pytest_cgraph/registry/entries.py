@@ -424,8 +424,8 @@ def program_ops(source: str) -> frozenset[str]:
         and node.name not in ("program", "inputs", "advance", *stages)
         and node.name not in template_functions()
     }
-    modules = _argument_classes(tree)
     built = _built_arguments(tree)
+    modules = _argument_classes(tree, built)
     generators = _python_random_arguments(built)
     objects = _object_arguments(tree, built)
     ops = set()
@@ -587,7 +587,7 @@ def template_classes() -> frozenset[str]:
     )
 
 
-def _argument_classes(tree: ast.Module) -> dict[str, str]:
+def _argument_classes(tree: ast.Module, built: dict[str, ast.Call]) -> dict[str, str]:
     """The program's arguments that ``inputs`` builds by calling a class (a module),
     by name: ``{"m1": "Counter()"}``, the pseudo-op a call of the argument is.
 
@@ -611,7 +611,7 @@ def _argument_classes(tree: ast.Module) -> dict[str, str]:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
     }
     classes = dict.fromkeys((name for name in parameters if name in called), MODULE_CALL)
-    for name, call in _built_arguments(tree).items():
+    for name, call in built.items():
         if name in classes:
             callee = str(getattr(call.func, "attr", None) or getattr(call.func, "id", ""))
             if callee[:1].isupper():  # a class; a factory function says nothing of one
