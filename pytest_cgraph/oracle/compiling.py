@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import importlib
 import logging
 import re
+import types
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -348,6 +350,53 @@ def compiled_autograd_engine(backend: Backend, enabled: bool) -> AbstractContext
     from torch._dynamo import compiled_autograd
 
     return compiled_autograd._enable(backend.compile)
+
+
+@contextmanager
+def compile_context_left_as_found() -> Iterator[None]:
+    """Close, on the way out, any compile context the block entered and left open.
+
+    Compiled autograd enters its capture's ``CompileContext`` by hand and
+    leaves it only when the capture succeeds. When the capture raises (a
+    refusal such as "higher order gradients"), that context stays current,
+    and its suspended generator is closed whenever the garbage collector
+    reaches it, putting back the context it saw on entry: ``None``. Landing in
+    the middle of a later compile, that close makes Dynamo fail with
+    "compile_context is not set", a crash that would be blamed on whichever
+    program was compiling then. Closing the generator here keeps each
+    check's compile state its own.
+    """
+    from torch import _guards
+
+    found = _guards.CompileContext.try_get()
+    try:
+        yield
+    finally:
+        if _guards.CompileContext.try_get() is not found:
+            _close_compile_contexts_down_to(found)
+
+
+def _close_compile_contexts_down_to(found: Any) -> None:
+    """Close the open ``compile_context`` generators above ``found``, innermost first.
+
+    Each close runs the generator's ``finally``, which restores the context
+    it replaced; a context no generator holds any more is put back by hand.
+    """
+    from torch import _guards
+
+    code = _guards.compile_context.__wrapped__.__code__  # type: ignore[attr-defined]
+    open_by_context: dict[int, types.GeneratorType[Any, Any, Any]] = {}
+    for candidate in gc.get_objects():
+        if type(candidate) is types.GeneratorType and candidate.gi_code is code:
+            frame = candidate.gi_frame
+            if frame is not None and "context" in frame.f_locals:
+                open_by_context[id(frame.f_locals["context"])] = candidate
+    while (current := _guards.CompileContext.try_get()) is not found:
+        generator = open_by_context.pop(id(current), None)
+        if generator is None:
+            _guards._TLS.compile_context = found
+            return
+        generator.close()
 
 
 def grad_mode(name: str) -> AbstractContextManager[Any]:

@@ -36,6 +36,7 @@ from pytest_cgraph.oracle.compiling import (
     captured_graph_count,
     collect_compile_evidence,
     comparable_inductor,
+    compile_context_left_as_found,
     compiled_autograd_engine,
     device_ops_for,
     grad_mode,
@@ -304,7 +305,10 @@ def _iterate(
             if k == 1:
                 tensor_outputs = sum(isinstance(o, TensorSnapshot) for o in seen.outputs)
                 returned = seen.returned
-            with compiled_autograd_engine(settings.backend, settings.compiled_autograd):
+            with (
+                compile_context_left_as_found(),
+                compiled_autograd_engine(settings.backend, settings.compiled_autograd),
+            ):
                 compiled_seen, compiled_raw = _run_compiled_side(
                     compiled, spec, names, k, settings, ops
                 )

@@ -203,6 +203,44 @@ def test_compiled_autograd_traces_the_backward_as_a_graph_of_its_own() -> None:
     assert run(True) > run(False)
 
 
+REFUSED_CAPTURE = """
+import torch
+
+
+def program(a0):
+    torch.autograd.grad(a0.sum(), a0, create_graph=True)
+    return (a0 * 2,)
+
+
+def inputs(k):
+    return (torch.ones(2, requires_grad=True),)
+
+
+COMPILED_AUTOGRAD = True
+"""
+
+
+def test_a_refused_compiled_autograd_capture_leaves_no_compile_context_behind() -> None:
+    import gc
+    import types
+
+    from pytest_cgraph.checking.runner import check_source
+
+    # The capture raises "higher order gradients" after entering its compile
+    # context; left open, a later garbage collection resets the context in
+    # the middle of another program's compile ("compile_context is not set").
+    with pytest.raises(EquivalenceError, match="higher order gradients"):
+        check_source(REFUSED_CAPTURE, backend="aot_eager", iters=2)
+    assert torch._guards.CompileContext.try_get() is None
+    code = torch._guards.compile_context.__wrapped__.__code__
+    still_open = [
+        g
+        for g in gc.get_objects()
+        if type(g) is types.GeneratorType and g.gi_code is code and g.gi_frame is not None
+    ]
+    assert still_open == []
+
+
 def test_random_programs_see_the_same_stream_on_both_sides() -> None:
     def noisy(x: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.dropout(x, 0.5) + torch.rand_like(x)
