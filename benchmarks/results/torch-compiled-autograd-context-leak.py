@@ -1,4 +1,6 @@
-"""Compiled autograd leaves its compile context open when a capture is refused (torch 2.13.0 and 2.14.1, CPU).
+"""Compiled autograd leaves its compile context open when a capture is refused.
+
+Seen on torch 2.13.0 and 2.14.1, CPU.
 
 The refused capture's context stays current while anything holds the failure;
 when the collector closes it during a later compile, that compile fails with
@@ -6,11 +8,12 @@ when the collector closes it during a later compile, that compile fails with
 """
 
 import gc
+
 import torch
 from torch._dynamo import compiled_autograd
 
 
-def double_backward(a):
+def double_backward(a: torch.Tensor) -> torch.Tensor:
     torch.autograd.grad(a.sum(), a, create_graph=True)
     return a * 2
 
