@@ -1165,7 +1165,7 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("python_state", "python", _families("schedules"), _tensor, _python_state),
     # An op that raises, caught by try/except in the program (scalars and
     # mixed only: on torch 2.13 every program of it meets one known bug).
-    OpSpec("caught_error", "outplace", SCALARS, _tensor, _caught_error),
+    OpSpec("caught_error", "outplace", _families("scalars"), _tensor, _caught_error),
 )
 
 
