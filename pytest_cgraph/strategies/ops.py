@@ -561,6 +561,22 @@ _HOLDER_STEPS = (
     ("{h}.items.append({h}.count)", "{v} = {x} * len({h}.items)"),
     # setattr by name.
     ("setattr({h}, 'count', {h}.count + 2)", "{v} = {x} + {h}.count"),
+    # A store or delete Python rejects, caught by the program: eager runs the
+    # handler, and compiled code must not replay the rejected store later.
+    *(
+        (
+            "try:",
+            f"    {store}",
+            f"except {error}:",
+            "    {h}.count += 1",
+            "{v} = {x} + {h}.count",
+        )
+        for store, error in (
+            ("{h}.__weakref__ = None", "AttributeError"),
+            ("{h}.__dict__ = None", "TypeError"),
+            ("del {h}.missing", "AttributeError"),
+        )
+    ),
 )
 
 

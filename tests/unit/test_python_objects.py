@@ -275,3 +275,49 @@ def test_a_branch_on_an_attribute_s_identity_replayed_is_a_difference_torch_make
     difference = raised.value.difference
     assert difference.iteration == 2
     assert difference.kind in (Kind.VALUE, Kind.MUTATION)
+
+
+def _rejected_store(store: str, error: str) -> str:
+    return f"""
+import torch
+
+{TEMPLATES[HOLDER]}
+
+def program(a0, h1):
+    try:
+        {store}
+    except {error}:
+        h1.count += 1
+    return (a0 + h1.count,)
+
+
+def inputs(k):
+    return (torch.ones(2), Holder())
+"""
+
+
+def test_stores_python_rejects_are_drawn_inside_a_handler() -> None:
+    drawn = draw_programs(400, seed=5, families=("schedules",))
+    sources = "\n".join(p.render() for p in drawn)
+    assert "except AttributeError:" in sources
+    assert "__weakref__ = None" in sources or "__dict__ = None" in sources
+
+
+def test_a_caught_delete_of_a_missing_attribute_runs_the_handler_on_both_sides() -> None:
+    report = check_source(_rejected_store("del h1.missing", "AttributeError"), backend="eager")
+    assert report.iterations == 5
+
+
+@known_here("dynamo-rejected-store-replayed")
+@pytest.mark.parametrize(
+    ("store", "error"),
+    [("h1.__weakref__ = None", "AttributeError"), ("h1.__dict__ = None", "TypeError")],
+)
+def test_a_rejected_store_replayed_after_the_graph_is_a_crash_torch_makes(
+    store: str, error: str
+) -> None:
+    with pytest.raises(EquivalenceError) as raised:
+        check_source(_rejected_store(store, error), backend="eager", iters=2)
+    difference = raised.value.difference
+    assert difference.kind is Kind.CRASH
+    assert difference.exception_type == error
