@@ -764,6 +764,7 @@ _autograd_function = _assign_one_of(
     "DirtyDouble.apply({x})",
     "StraightSin.apply({x})",
     "SavedOutputWritten.apply({x})",
+    "KeptThenWritten.apply({x})",
 )
 
 

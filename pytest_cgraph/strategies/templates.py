@@ -110,6 +110,24 @@ class SavedOutputWritten(torch.autograd.Function):
         y.mul_(0.5)
         return grad * 2
 """,
+    "KeptThenWritten.apply": """
+# Forward keeps an intermediate in Python state (a module-level list), then
+# writes it in place: the compiled forward must return the written tensor.
+kept_by_forward = []
+
+
+class KeptThenWritten(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = x * 2
+        kept_by_forward.append(y)
+        y += 1
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 3
+""",
     "torch.ops.cgraph.add_one_": """
 # A custom op that mutates its argument (mutates_args), with a fake kernel:
 # functionalization must write the mutation back.

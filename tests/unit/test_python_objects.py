@@ -321,3 +321,31 @@ def test_a_rejected_store_replayed_after_the_graph_is_a_crash_torch_makes(
     difference = raised.value.difference
     assert difference.kind is Kind.CRASH
     assert difference.exception_type == error
+
+
+def test_a_function_that_keeps_its_intermediate_in_python_state_is_drawn() -> None:
+    drawn = draw_programs(300, seed=2, families=("autograd",))
+    kept = [p.render() for p in drawn if "KeptThenWritten.apply" in p.render()]
+    assert kept, "no KeptThenWritten in 300 autograd programs"
+    assert all("kept_by_forward = []" in source for source in kept)
+
+
+@known_here("dynamo-function-forward-kept-intermediate")
+def test_a_kept_intermediate_written_in_forward_is_a_refusal_torch_makes() -> None:
+    source = f"""
+import torch
+
+{TEMPLATES["KeptThenWritten.apply"]}
+
+def program(a0):
+    return (KeptThenWritten.apply(a0),)
+
+
+def inputs(k):
+    return (torch.ones(4, requires_grad=True),)
+"""
+    with pytest.raises(EquivalenceError) as raised:
+        check_source(source, backend="eager", iters=2)
+    difference = raised.value.difference
+    assert difference.kind is Kind.CRASH
+    assert "aliases an input or output" in (difference.message or "")
