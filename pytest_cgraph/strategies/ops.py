@@ -812,6 +812,13 @@ def _custom_op(ctx: Context) -> tuple[list[str], bool]:
     return [f"{ctx.new_name} = torch.ops.cgraph.scaled({ctx.x})"], True
 
 
+def _custom_set(ctx: Context) -> tuple[list[str], bool]:
+    # set_ inside a custom op, to a tensor of the same shape or flattened:
+    # the op's declared mutation changes the argument's size, not only its data.
+    source = ctx.draw(st.sampled_from(["{x}.reshape(-1) * 3", "{x} * 3"]))
+    return [f"torch.ops.cgraph.set_to_({ctx.x}, {source.format(x=ctx.x)})"], False
+
+
 def _data_assign(ctx: Context) -> tuple[list[str], bool]:
     how = ctx.draw(st.sampled_from(["{x}.data * 2", "{x}.data.flip(0)", "torch.zeros_like({x})"]))
     return [f"{ctx.x}.data = {how.format(x=ctx.x)}"], False
@@ -1145,6 +1152,7 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("module_call", "outplace", AUTOGRAD | MUTATION, _floating, _module_call),
     # torch.library custom ops: one mutating its argument, one with a fake kernel.
     OpSpec("custom_op", "inplace", MUTATION | VIEWS, _floating, _custom_op),
+    OpSpec("custom_set_", "metadata", MUTATION, _writable(_floating), _custom_set),
     # Real views of complex memory and back (.real, .imag, view_as_real/complex):
     # views across dtypes, which functionalization replays by their own rules.
     OpSpec("complex_view", "view", VIEWS | MUTATION, _complex_viewable, _complex_view),

@@ -128,6 +128,19 @@ class KeptThenWritten(torch.autograd.Function):
     def backward(ctx, grad):
         return grad * 3
 """,
+    "torch.ops.cgraph.set_to_": """
+# A custom op that rebinds its argument to another tensor with set_
+# (mutates_args): functionalization must carry the new size and storage.
+if not hasattr(torch.ops.cgraph, "set_to_"):
+
+    @torch.library.custom_op("cgraph::set_to_", mutates_args=("x",))
+    def _cgraph_set_to_(x: torch.Tensor, source: torch.Tensor) -> None:
+        x.set_(source)
+
+    @_cgraph_set_to_.register_fake
+    def _(x, source):
+        x.set_(source)
+""",
     "torch.ops.cgraph.add_one_": """
 # A custom op that mutates its argument (mutates_args), with a fake kernel:
 # functionalization must write the mutation back.

@@ -9,12 +9,15 @@ with the difference that names it.
 from __future__ import annotations
 
 import pytest
+import torch
 
 import cgraph_doubles.faults  # noqa: F401  (registers the fault backends)
+from pytest_cgraph import EquivalenceError
 from pytest_cgraph.checking.runner import check_source, load_source
 from pytest_cgraph.oracle.difference import Kind
 from pytest_cgraph.oracle.protocol import ADVANCE, INPUTS, PROGRAM
-from pytest_cgraph.strategies import InputSpec, Program, Statement
+from pytest_cgraph.registry.entries import baseline_dir, read_bugs
+from pytest_cgraph.strategies import InputSpec, Program, Statement, draw_programs
 from pytest_cgraph.strategies.templates import TEMPLATES, templates_used
 
 
@@ -383,3 +386,42 @@ def test_the_ambient_grad_mode_is_around_both_sides_calls() -> None:
         check_source(GRAD_MODE_PROBE.format(mode="grad"), backend="aot_eager", iters=2)
     drawn = program(statement("v0 = a0 * 2", defines="v0"), outputs=("v0",), grad_mode="no_grad")
     assert "GRAD_MODE = 'no_grad'" in drawn.render()
+
+
+def _rebinding(source: str) -> str:
+    return f"""
+import torch
+
+{TEMPLATES["torch.ops.cgraph.set_to_"]}
+
+def program(a0):
+    torch.ops.cgraph.set_to_(a0, {source})
+    return (a0 / 3,)
+
+
+def inputs(k):
+    return (torch.arange(9.0).reshape(3, 3),)
+"""
+
+
+def test_a_custom_op_that_rebinds_its_argument_is_drawn() -> None:
+    drawn = draw_programs(300, seed=2, families=("mutation",))
+    assert any("torch.ops.cgraph.set_to_(" in p.render() for p in drawn)
+
+
+def test_a_custom_op_rebinding_its_argument_to_the_same_size_passes() -> None:
+    report = check_source(_rebinding("a0 * 3"), backend="aot_eager", iters=2)
+    assert report.iterations == 2
+
+
+def _known_here(bug: str) -> bool:
+    directory = baseline_dir(torch.__version__)
+    return directory is not None and bug in {b.id for b in read_bugs(directory)}
+
+
+@pytest.mark.skipif(not _known_here("custom-op-set-size-change"), reason="not known on this torch")
+def test_a_custom_op_rebinding_its_argument_to_another_size_differs() -> None:
+    with pytest.raises(EquivalenceError) as raised:
+        check_source(_rebinding("a0.reshape(-1) * 3"), backend="aot_eager", iters=2)
+    assert raised.value.difference.kind is Kind.CRASH
+    assert "expand" in (raised.value.difference.message or "")
