@@ -255,7 +255,9 @@ def _clone_group(tensors: list[torch.Tensor], device: torch.device | None) -> li
         else:
             geometry = ((new_storage.nbytes() // first.element_size(),), (1,), 0)
         base = over_new_storage(first, *geometry)
-        if any(t.requires_grad for t in tensors):
+        if any(_views_an_activation(t) for t in tensors):
+            base = _as_activation(base)
+        elif any(t.requires_grad for t in tensors):
             base.requires_grad_(True)
 
     copies = []
@@ -292,8 +294,26 @@ def _restore_autograd(original: torch.Tensor, copy: torch.Tensor) -> torch.Tenso
         if original.grad is not None:
             copy.grad = original.grad.detach().clone().to(copy.device)
         return copy
-    # A non-leaf with no alias among the arguments: a fresh leaf and one
-    # differentiable op above it keep it a non-leaf that requires grad, and
-    # a view only if it was one (a view of a leaf may not be written in place).
-    leaf = copy.requires_grad_(True)
-    return leaf.view_as(leaf) if original._is_view() else leaf.clone()
+    # A non-leaf with no alias among the arguments: one differentiable op
+    # keeps it a non-leaf that requires grad, and a view only if it was one:
+    # a view of that non-leaf, never of a leaf (a view of a leaf may not be
+    # written in place, where the original may).
+    activation = _as_activation(copy)
+    return activation.view_as(activation) if original._is_view() else activation
+
+
+def _views_an_activation(tensor: torch.Tensor) -> bool:
+    """Whether ``tensor`` is a view of a non-leaf that requires grad (an activation)."""
+    base = tensor._base
+    return base is not None and base.requires_grad and not base.is_leaf
+
+
+def _as_activation(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor``, over the same storage, made a non-leaf that requires grad.
+
+    Multiplying in place by a leaf 1 that requires grad leaves every value as
+    it was (signed zeros and NaNs included) and gives the tensor a grad_fn,
+    as a model's activation has; its views may then be written in place.
+    """
+    one = torch.ones((), dtype=tensor.dtype, device=tensor.device, requires_grad=True)
+    return tensor.mul_(one)

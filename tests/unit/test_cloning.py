@@ -73,6 +73,28 @@ def test_a_non_leaf_stays_a_non_leaf_and_keeps_its_view_ness() -> None:
     assert viewed._is_view()
 
 
+def test_a_view_of_an_activation_is_copied_as_a_view_of_a_non_leaf() -> None:
+    # An activation's slice (a view of a non-leaf) may be written in place;
+    # a copy that viewed a leaf would make eager refuse the write, and the
+    # program would be set aside as invalid.
+    activation = torch.randn(2, 4, 4, requires_grad=True) * 1.0
+    sliced = activation[:, :3, :3]
+    (copy,) = clone_preserving_aliases([sliced])
+    assert copy._is_view() and not copy._base.is_leaf
+    assert copy.stride() == sliced.stride() and torch.equal(copy, sliced)
+    copy.sub_(1)
+    copy.sum().backward()
+
+
+def test_a_lone_non_leaf_copy_keeps_its_values_exactly() -> None:
+    values = torch.tensor([-0.0, float("nan"), float("inf"), 2.5])
+    activation = values.clone().requires_grad_(True) * 1.0
+    (copy,) = clone_preserving_aliases([activation])
+    assert copy.grad_fn is not None and not copy.is_leaf
+    assert torch.equal(torch.signbit(copy.detach()), torch.signbit(values))
+    assert torch.isnan(copy[1]) and torch.equal(copy.detach()[[0, 2, 3]], values[[0, 2, 3]])
+
+
 def test_a_view_passed_without_its_base_keeps_the_base_geometry() -> None:
     # AOTAutograd replays an output's views from the input's base, so a copy
     # whose base had another rank would check another program.
