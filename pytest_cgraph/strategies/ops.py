@@ -1012,6 +1012,22 @@ def _caught_error(ctx: Context) -> tuple[list[str], bool]:
     ], True
 
 
+def _resamplable(var: Var) -> bool:
+    tensor = var.tensor
+    return _floating(var) and tensor is not None and tensor.dim() in (2, 3) and tensor.numel() > 0
+
+
+def _interpolate(ctx: Context) -> tuple[list[str], bool]:
+    # Resampling: its decomposition saves the input for backward where
+    # eager's kernel keeps only sizes, so a later in-place write of the input
+    # must not invalidate the compiled backward.
+    mode = "linear" if ctx.t.dim() == 2 else "bilinear"
+    return [
+        f"{ctx.new_name} = torch.nn.functional.interpolate("
+        f"{ctx.x}.unsqueeze(0), scale_factor=2, mode={mode!r})"
+    ], True
+
+
 def _unfold(ctx: Context) -> tuple[list[str], bool]:
     dim = ctx.dim()
     size = 2 if ctx.t.shape[dim] >= 2 else 1
@@ -1184,6 +1200,8 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("inplace_more", "inplace", MUTATION, _writable(_floating_rank(1)), _inplace_more),
     # Overlapping windows: a view whose elements share memory.
     OpSpec("unfold", "view", VIEWS, _rank_at_least(1), _unfold),
+    # Resampling whose decomposition saves its input.
+    OpSpec("interpolate", "outplace", AUTOGRAD | MUTATION, _resamplable, _interpolate),
     # Python builtins and comprehensions over tensors.
     OpSpec("python", "outplace", SCALARS | VIEWS, _rank_at_least(1), _python_constructs),
     # Reads and writes of a plain Python object argument's state.

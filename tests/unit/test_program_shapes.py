@@ -425,3 +425,10 @@ def test_a_custom_op_rebinding_its_argument_to_another_size_differs() -> None:
         check_source(_rebinding("a0.reshape(-1) * 3"), backend="aot_eager", iters=2)
     assert raised.value.difference.kind is Kind.CRASH
     assert "expand" in (raised.value.difference.message or "")
+
+
+def test_resampling_is_drawn_over_rank_two_and_three_tensors() -> None:
+    drawn = draw_programs(300, seed=2, families=("autograd",))
+    resampled = [p.render() for p in drawn if "interpolate(" in p.render()]
+    assert resampled, "no interpolate in 300 autograd programs"
+    assert all("scale_factor=2" in source for source in resampled)
