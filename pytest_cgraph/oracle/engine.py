@@ -247,7 +247,11 @@ class _BackwardWatch:
     def run_backward(self, *args: Any, **kwargs: Any) -> Any:
         # run_backward(outputs, grad_outputs, keep_graph, create_graph, inputs, ...)
         keep_graph = kwargs["keep_graph"] if "keep_graph" in kwargs else args[2]
-        self.freed_graph = self.freed_graph or not keep_graph
+        # A backward inside a torch.func transform (func.grad's own) frees a
+        # graph of the transform's wrapped tensors, not the program's: the
+        # check's backward over the outputs still has its graph.
+        inside_transform = torch._C._functorch.maybe_current_level() is not None
+        self.freed_graph = self.freed_graph or not (keep_graph or inside_transform)
         return self._engine.run_backward(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:

@@ -429,3 +429,17 @@ def test_a_program_that_raises_with_grad_switched_off_leaves_grad_on() -> None:
     with pytest.raises(CgraphError):
         check_source(source, backend="eager")
     assert torch.is_grad_enabled()
+
+
+def test_a_backward_inside_a_func_transform_is_not_the_program_s_own() -> None:
+    from pytest_cgraph.oracle.engine import watching_backward
+
+    x = torch.ones(2, requires_grad=True)
+    with watching_backward() as watch:
+        torch.func.grad(lambda t: (t * t).sum())(x)
+    # func.grad's inner backward frees a graph of wrapped tensors: the
+    # check's own backward over the program's outputs is still to run.
+    assert not watch.freed_graph
+    with watching_backward() as watch:
+        (x * x).sum().backward()
+    assert watch.freed_graph
