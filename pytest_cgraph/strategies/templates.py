@@ -119,14 +119,14 @@ kept_by_forward = []
 class KeptThenWritten(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
-        y = x * 2
+        y = torch.sin(x)
         kept_by_forward.append(y)
-        y += 1
+        y *= 2
         return y
 
     @staticmethod
     def backward(ctx, grad):
-        return grad * 3
+        return grad * 2
 """,
     "torch.ops.cgraph.set_to_": """
 # A custom op that rebinds its argument to another tensor with set_
