@@ -42,6 +42,7 @@ from pytest_cgraph.oracle.compiling import (
     grad_mode,
     mark_step,
     reset_compiler_state,
+    saved_tensors_hooks_left_as_found,
     without_captured_trace,
     without_guard_profiling,
 )
@@ -311,6 +312,7 @@ def _iterate(
                 returned = seen.returned
             with (
                 compile_context_left_as_found(),
+                saved_tensors_hooks_left_as_found(),
                 compiled_autograd_engine(settings.backend, settings.compiled_autograd),
             ):
                 compiled_seen, compiled_raw = _run_compiled_side(

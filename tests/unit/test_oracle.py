@@ -443,3 +443,21 @@ def test_a_backward_inside_a_func_transform_is_not_the_program_s_own() -> None:
     with watching_backward() as watch:
         (x * x).sum().backward()
     assert watch.freed_graph
+
+
+def test_a_compile_that_fails_inside_func_grad_leaves_saved_tensor_hooks_enabled() -> None:
+    from pytest_cgraph.checking.runner import check_source
+    from pytest_cgraph.recording.repro import recorded_case
+    from pytest_cgraph.registry.entries import baseline_dir
+
+    directory = baseline_dir(torch.__version__)
+    entry = "crash-compiled_call-RuntimeError-Function_NAME_returned_an_invalid_gradie_33ef39-aot_eager.toml"
+    if directory is None or not (directory / entry).exists():
+        pytest.skip("no such entry on this torch")
+    case = recorded_case(directory / entry)
+    # func.grad disables saved-tensor hooks while it runs; this compile
+    # fails inside it and never enables them again, so every later program
+    # using activation checkpointing would fail in eager.
+    with pytest.raises(EquivalenceError):
+        check_source(case.source, backend=case.backend)
+    assert torch._C._autograd._saved_tensors_hooks_is_enabled()
