@@ -451,7 +451,10 @@ def test_a_compile_that_fails_inside_func_grad_leaves_saved_tensor_hooks_enabled
     from pytest_cgraph.registry.entries import baseline_dir
 
     directory = baseline_dir(torch.__version__)
-    entry = "crash-compiled_call-RuntimeError-Function_NAME_returned_an_invalid_gradie_33ef39-aot_eager.toml"
+    entry = (
+        "crash-compiled_call-RuntimeError-Function_NAME_returned_an_invalid_gradie_33ef39"
+        "-aot_eager.toml"
+    )
     if directory is None or not (directory / entry).exists():
         pytest.skip("no such entry on this torch")
     case = recorded_case(directory / entry)
