@@ -1168,7 +1168,6 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("module_call", "outplace", AUTOGRAD | MUTATION, _floating, _module_call),
     # torch.library custom ops: one mutating its argument, one with a fake kernel.
     OpSpec("custom_op", "inplace", MUTATION | VIEWS, _floating, _custom_op),
-    OpSpec("custom_set_", "metadata", MUTATION, _writable(_floating), _custom_set),
     # Real views of complex memory and back (.real, .imag, view_as_real/complex):
     # views across dtypes, which functionalization replays by their own rules.
     OpSpec("complex_view", "view", VIEWS | MUTATION, _complex_viewable, _complex_view),
@@ -1200,8 +1199,6 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("inplace_more", "inplace", MUTATION, _writable(_floating_rank(1)), _inplace_more),
     # Overlapping windows: a view whose elements share memory.
     OpSpec("unfold", "view", VIEWS, _rank_at_least(1), _unfold),
-    # Resampling whose decomposition saves its input.
-    OpSpec("interpolate", "outplace", AUTOGRAD | MUTATION, _resamplable, _interpolate),
     # Python builtins and comprehensions over tensors.
     OpSpec("python", "outplace", SCALARS | VIEWS, _rank_at_least(1), _python_constructs),
     # Reads and writes of a plain Python object argument's state.
@@ -1209,6 +1206,11 @@ OPS: tuple[OpSpec, ...] = (
     # An op that raises, caught by try/except in the program (scalars and
     # mixed only: on torch 2.13 every program of it meets one known bug).
     OpSpec("caught_error", "outplace", _families("scalars"), _tensor, _caught_error),
+    # Added last, so that the draws (and shrinks) of the ops before them
+    # stay as they were: a custom op rebinding its argument with set_, and
+    # resampling whose decomposition saves its input.
+    OpSpec("custom_set_", "metadata", MUTATION, _writable(_floating), _custom_set),
+    OpSpec("interpolate", "outplace", AUTOGRAD | MUTATION, _resamplable, _interpolate),
 )
 
 

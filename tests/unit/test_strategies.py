@@ -24,6 +24,7 @@ ALL_FAMILIES = tuple(FAMILIES)
 RARE = {
     "layout:alias_sometimes": ("schedules", "scalars"),
     "retain_grad": ("autograd",),
+    "python_random": ("rng",),
     **dict.fromkeys(
         (
             "module_hook:forward_hook",
