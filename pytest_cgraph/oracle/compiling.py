@@ -376,27 +376,6 @@ def compile_context_left_as_found() -> Iterator[None]:
             _close_compile_contexts_down_to(found)
 
 
-@contextmanager
-def saved_tensors_hooks_left_as_found() -> Iterator[None]:
-    """Enable saved-tensor hooks again on the way out if the block left them disabled.
-
-    torch.func.grad disables them while it runs (``doesnt_support_saved_tensors_hooks``);
-    Dynamo tracing it applies that for real, and a compile that fails inside
-    never enables them again. Every later program in the process that uses
-    activation checkpointing then fails in eager ("torch.func.{grad, vjp,
-    jacrev, hessian} don't yet support saved tensor hooks"), and would be set
-    aside as invalid.
-    """
-    from torch._C import _autograd
-
-    enabled = _autograd._saved_tensors_hooks_is_enabled()
-    try:
-        yield
-    finally:
-        if enabled and not _autograd._saved_tensors_hooks_is_enabled():
-            _autograd._saved_tensors_hooks_enable()
-
-
 def _close_compile_contexts_down_to(found: Any) -> None:
     """Close the open ``compile_context`` generators above ``found``, innermost first.
 
@@ -418,6 +397,27 @@ def _close_compile_contexts_down_to(found: Any) -> None:
             _guards._TLS.compile_context = found
             return
         generator.close()
+
+
+@contextmanager
+def saved_tensors_hooks_left_as_found() -> Iterator[None]:
+    """Enable saved-tensor hooks again on the way out if the block left them disabled.
+
+    torch.func.grad disables them while it runs (``doesnt_support_saved_tensors_hooks``);
+    Dynamo tracing it applies that for real, and a compile that fails inside
+    never enables them again. Every later program in the process that uses
+    activation checkpointing then fails in eager ("torch.func.{grad, vjp,
+    jacrev, hessian} don't yet support saved tensor hooks"), and would be set
+    aside as invalid.
+    """
+    from torch._C import _autograd
+
+    enabled = _autograd._saved_tensors_hooks_is_enabled()
+    try:
+        yield
+    finally:
+        if enabled and not _autograd._saved_tensors_hooks_is_enabled():
+            _autograd._saved_tensors_hooks_enable()
 
 
 def grad_mode(name: str) -> AbstractContextManager[Any]:
