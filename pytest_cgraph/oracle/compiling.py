@@ -412,11 +412,13 @@ def saved_tensors_hooks_left_as_found() -> Iterator[None]:
     """
     from torch._C import _autograd
 
-    enabled = _autograd._saved_tensors_hooks_is_enabled()
+    # Bound by torch's C extension but missing from its type stubs (2.13, 2.14).
+    is_enabled: Callable[[], bool] = _autograd._saved_tensors_hooks_is_enabled  # type: ignore[attr-defined]
+    enabled = is_enabled()
     try:
         yield
     finally:
-        if enabled and not _autograd._saved_tensors_hooks_is_enabled():
+        if enabled and not is_enabled():
             _autograd._saved_tensors_hooks_enable()
 
 

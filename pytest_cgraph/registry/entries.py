@@ -131,6 +131,24 @@ class KnownBug:
             return self.ops == ops
         return required_hazards(self.ops) == required_hazards(ops) and bool(hazards(ops))
 
+    def precision(self, ops: frozenset[str]) -> float:
+        """How closely this entry's claim fits a program calling ``ops``, for choosing
+        between bugs that both claim it: how much its essential calls ask (each call
+        counts 1, an item of several alternatives 1 over their number, none 0), plus
+        how much of its own minimal program the program shares (their Jaccard
+        index, at most 1). So a ``.data=`` bug says more about a program than an
+        ``inference_mode|enable_grad`` one, that more than one that claims any
+        program, and a form's own program is its bug's even where another bug's
+        essential calls are a little narrower."""
+        if self.essential is not None:
+            asked = sum(1 / len(item.split("|")) for item in self.essential)
+        elif self.by_hazard and hazards(self.ops):
+            asked = float(len(required_hazards(self.ops)))
+        else:
+            asked = float(len(self.ops))
+        union = self.ops | ops
+        return asked + (len(self.ops & ops) / len(union) if union else 0.0)
+
     @property
     def kin(self) -> tuple[str, object]:
         """What tells this entry's claim from another's of its signature: its bug,
@@ -869,6 +887,9 @@ class Registry:
             candidates = candidates + self._entries.get(siteless, [])
         if self.narrows(difference):
             candidates = [entry for entry in candidates if entry.claims(ops)]
+            # Several bugs may claim one program (it writes .data inside an
+            # inference_mode region): the one whose claim fits it closest is its.
+            candidates.sort(key=lambda entry: entry.precision(ops), reverse=True)
         if not candidates:
             return None
         if not self.needs_layer(difference):

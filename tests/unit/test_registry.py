@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
@@ -19,6 +21,7 @@ from pytest_cgraph.registry.entries import (
     read_bugs,
     read_entry,
     registry_files,
+    shipped_baselines,
 )
 from pytest_cgraph.registry.repro_files import BASE_SIGNATURE, LAYER, MARKER_LINE
 from pytest_cgraph.strategies.templates import TEMPLATES
@@ -393,3 +396,54 @@ def test_an_autograd_check_one_bug_holds_is_still_narrowed_by_its_calls(tmp_path
     assert registry.narrows(leaf) and not registry.narrows(CRASH)
     assert registry.match(leaf, lambda: None, frozenset({"no_grad", "mul_"})) is not None
     assert registry.match(leaf, lambda: None, frozenset({"grad", "graph_break"})) is None
+
+
+def test_of_two_bugs_that_claim_a_program_the_closer_claim_wins() -> None:
+    """A ``.data`` write inside an inference_mode region is claimed by both a
+    ``.data=`` bug and an ``inference_mode|enable_grad`` one; the bug whose
+    essential call is one call, not one of two, is the program's, whichever
+    file came first. A bug that claims any program loses to both."""
+
+    def form(bug: str, essential: tuple[str, ...], ops: set[str]) -> KnownBug:
+        return KnownBug(
+            "value-output", "aot_eager", Path(f"{bug}.toml"), frozenset(ops), bug, essential
+        )
+
+    region = form("inference-mode-region", ("inference_mode|enable_grad",), {"inference_mode"})
+    data = form("data-assign-alias", (".data=",), {".data=", "detach"})
+    anything = form("fake-grad-mode", (), {"sin"})
+    ops = frozenset({"inference_mode", ".data=", "clone"})
+    for order in ([region, data, anything], [anything, data, region], [data, region]):
+        assert Registry(order).match(WRONG, lambda: "aot_eager", ops) is data
+    # Where one claim is all there is, it still wins: precision only orders claimants.
+    assert Registry([region, anything]).match(WRONG, lambda: "aot_eager", ops) is region
+    assert Registry([anything]).match(WRONG, lambda: "aot_eager", ops) is anything
+
+
+def test_between_equal_essential_calls_the_closer_program_wins() -> None:
+    one = KnownBug("value-output", None, Path("a.toml"), frozenset({"sin", "mul_"}), "a", ("mul_",))
+    two = KnownBug("value-output", None, Path("b.toml"), frozenset({"cos", "mul_"}), "b", ("mul_",))
+    ops = frozenset({"cos", "mul_", "add"})
+    assert Registry([one, two]).match(WRONG, lambda: None, ops) is two
+    assert Registry([two, one]).match(WRONG, lambda: None, ops) is two
+
+
+@pytest.mark.parametrize("directory", sorted(shipped_baselines().values()), ids=lambda p: p.name)
+def test_every_shipped_form_met_again_through_its_own_calls_is_its_own_bug(
+    directory: Path,
+) -> None:
+    """Where several bugs claim a program, the form's own program must still be
+    judged its bug: else a campaign meeting that form names the wrong mechanism."""
+    registry = Registry.load([directory])
+    misjudged = []
+    for entry in registry.entries():
+        if entry.bug is None:
+            continue
+        # Judged as a broad failure of its signature (no message to name it by):
+        # the program's calls and the layer decide, as they do in a campaign.
+        failure = cast(Difference, SimpleNamespace(signature=entry.signature, message=""))
+        failure.ends_process = False  # type: ignore[misc]
+        judged = registry.match(failure, lambda entry=entry: entry.layer, entry.ops)
+        if judged is None or judged.bug != entry.bug:
+            misjudged.append(f"{entry.path.name}: {entry.bug} judged {judged and judged.bug}")
+    assert not misjudged, "\n".join(misjudged)
