@@ -887,9 +887,14 @@ class Registry:
             candidates = candidates + self._entries.get(siteless, [])
         if self.narrows(difference):
             candidates = [entry for entry in candidates if entry.claims(ops)]
-            # Several bugs may claim one program (it writes .data inside an
+            # A filed bug's form goes before an entry of no bug (a user's, or the
+            # run's own repro of this very failure), which keep their order; and
+            # several bugs may claim one program (it writes .data inside an
             # inference_mode region): the one whose claim fits it closest is its.
-            candidates.sort(key=lambda entry: entry.precision(ops), reverse=True)
+            candidates.sort(
+                key=lambda entry: (1, entry.precision(ops)) if entry.bug else (0, 0.0),
+                reverse=True,
+            )
         if not candidates:
             return None
         if not self.needs_layer(difference):

@@ -420,6 +420,27 @@ def test_of_two_bugs_that_claim_a_program_the_closer_claim_wins() -> None:
     assert Registry([anything]).match(WRONG, lambda: "aot_eager", ops) is anything
 
 
+def test_a_filed_bug_is_named_before_an_entry_of_no_bug_that_claims_more() -> None:
+    """The run's own repro of a failure (no bug, every hazard of the program) must
+    not hide the filed torch bug the failure is: the test names the bug."""
+    own = KnownBug(
+        "value-output", "aot_eager", Path("value-output-aot_eager.py"),
+        frozenset({"_foreach_mul_", "[i]"}), None, None, True,
+    )  # fmt: skip
+    user = KnownBug("value-output", "aot_eager", Path("mine.toml"), frozenset({"[i]"}))
+    filed = KnownBug(
+        "value-output", "aot_eager", Path("value-output-aot_eager-10.toml"),
+        frozenset({"_foreach_mul_"}), "foreach-duplicate-tensor", ("_foreach_add_|_foreach_mul_",),
+    )  # fmt: skip
+    ops = frozenset({"_foreach_mul_", "[i]"})
+    assert own.precision(ops) > filed.precision(ops)
+    for order in ([own, user, filed], [filed, own, user], [user, filed, own]):
+        assert Registry(order).match(WRONG, lambda: "aot_eager", ops) is filed
+    # Entries of no bug keep their load order: the first loaded claims it.
+    assert Registry([user, own]).match(WRONG, lambda: "aot_eager", ops) is user
+    assert Registry([own, user]).match(WRONG, lambda: "aot_eager", ops) is own
+
+
 def test_between_equal_essential_calls_the_closer_program_wins() -> None:
     one = KnownBug("value-output", None, Path("a.toml"), frozenset({"sin", "mul_"}), "a", ("mul_",))
     two = KnownBug("value-output", None, Path("b.toml"), frozenset({"cos", "mul_"}), "b", ("mul_",))
