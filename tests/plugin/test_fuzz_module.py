@@ -83,10 +83,17 @@ def test_pyargs_collects_every_family_from_an_empty_directory(
     monkeypatch.setenv("CGRAPH_FUZZ_EXAMPLES", "3")
     assert not list(pytester.path.iterdir())
     result = fuzz_run(pytester, "-k", "mutation", "-v")
-    result.stdout.fnmatch_lines(
-        ["*collected 8 items / 7 deselected / 1 selected", "*test_mutation PASSED*"]
-    )
-    result.assert_outcomes(passed=1, deselected=7)
+    result.stdout.fnmatch_lines(["*collected 8 items / 7 deselected / 1 selected"])
+    # Collected and run. What it draws depends on Hypothesis's profile; a torch
+    # difference no shipped entry claims yet fails it, in the module's own
+    # words, and says nothing about collection.
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 1, result.stdout.str()
+    assert outcomes.get("deselected") == 7
+    if outcomes.get("failed"):
+        result.stdout.fnmatch_lines(["*test_mutation FAILED*", "E * new difference *"])
+    else:
+        result.stdout.fnmatch_lines(["*test_mutation PASSED*"])
 
 
 def test_a_new_difference_fails_its_test_and_a_recorded_one_passes(
