@@ -147,6 +147,21 @@ class Difference:
         return "-".join(filter(None, (_slug(part) for part in parts)))
 
     @property
+    def kin_signature(self) -> str | None:
+        """The signature with the autograd nodes its message names blanked, or ``None``
+        where it names none.
+
+        autograd's checks name the node that made the tensor they fault
+        (``output 0 of MulBackward0``, ``of torch::autograd::CopyBackwards``,
+        ``of CompiledFunction``): the program's op, not the bug. An entry whose
+        signature differs only there is one mechanism met through another
+        op, and the registry may claim it by its calls (:func:`kin_signature`).
+        """
+        if not self.exception_type or not self.message or self.kind is Kind.TIMEOUT:
+            return None
+        return kin_signature(self.signature, self.exception_type, self.message)
+
+    @property
     def symptom(self) -> str:
         """The signature without the exception: what differs, where (and which facet).
 
@@ -334,6 +349,46 @@ def normalised_message(message: str) -> str:
     text = _NUMBERED_NAME.sub("NAME", text)
     text = _NUMBER.sub("N", text)
     return re.sub(r"\s+", " ", text).strip()
+
+
+# An autograd node's name where autograd's checks quote it: a backward node
+# (``MulBackward0``, ``ApplyTemplateBackward``, ``torch::autograd::CopyBackwards``),
+# ``CopySlices``, ``AccumulateGrad``, or the node of a compiled graph.
+_AUTOGRAD_NODE = re.compile(
+    r"\b(?:torch::autograd::)?(?:[A-Z][A-Za-z]*Backwards?\d*|CopySlices|AccumulateGrad"
+    r"|CompiledFunction(?:Backward)?)\b"
+)
+
+
+_HEADLINE_ERROR = re.compile(
+    r"^[a-z_ ]+ difference at iteration \d+, [^:]+: (?P<type>[A-Za-z_][\w.]*): (?P<message>.+)$"
+)
+
+
+def error_in_headline(headline: str) -> tuple[str, str] | None:
+    """The exception type and message a failure's :meth:`Difference.headline` names,
+    or ``None`` for a headline of no exception: how an entry's header gives back
+    the message its signature was keyed on."""
+    match = _HEADLINE_ERROR.match(headline.strip())
+    return (match.group("type"), match.group("message")) if match else None
+
+
+def kin_signature(signature: str, exception_type: str, message: str) -> str | None:
+    """``signature``, of a failure raising ``exception_type: message``, with the
+    autograd node names of its message blanked; ``None`` where the message names
+    none, or ``signature`` does not end in the message's key.
+
+    Kept apart from the signature: blanking them there would rename every
+    recorded entry whose message names a node, and a user's registry with them.
+    """
+    _, named = _error_named(exception_type, message)
+    if not named or not _AUTOGRAD_NODE.search(bug_line(named)):
+        return None
+    key = message_key(named)
+    if not key or not signature.endswith(f"-{key}"):
+        return None
+    blanked = _AUTOGRAD_NODE.sub("NODE", bug_line(named))
+    return f"{signature[: -len(key)]}{message_key(blanked)}"
 
 
 def message_key(message: str) -> str:

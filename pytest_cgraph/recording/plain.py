@@ -60,7 +60,7 @@ from pytest_cgraph.oracle.protocol import (
     RTOL,
 )
 from pytest_cgraph.registry.entries import recorded_modules, recorded_settings
-from pytest_cgraph.registry.repro_files import header_value
+from pytest_cgraph.registry.repro_files import FAILURE, header_value
 
 #: Protocol names a script has no use for: it states their effect directly.
 _PROTOCOL_CONSTANTS = frozenset(
@@ -1457,7 +1457,7 @@ def ready_to_file(path: Path, result: PlainResult | None = None) -> str:
     result = result or make_plain(path)
     finding = result.finding
     text = path.read_text(errors="replace")
-    failure = (header_value(text, "# failure: ") or finding.signature).strip()
+    failure = (header_value(text, FAILURE) or finding.signature).strip()
     ladder = (header_value(text, "# first diverging layer: ") or "not located").strip()
     component = COMPONENTS.get(finding.layer or "", finding.layer or "torch.compile")
     title = f"[{component}] torch.compile(backend={finding.backend!r}) differs: {failure}"

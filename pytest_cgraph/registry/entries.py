@@ -55,12 +55,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_cgraph.failures import siteless_signature
-from pytest_cgraph.oracle.difference import Difference
+from pytest_cgraph.oracle.difference import Difference, error_in_headline, kin_signature
 from pytest_cgraph.registry.hazards import hazards, required_hazards
 from pytest_cgraph.registry.repro_files import (
     BASE_SIGNATURE,
     ENTRY_LINE,
     ENTRY_SUFFIX,
+    FAILURE,
     HEADER_BYTES,
     LAYER,
     MARKER_LINE,
@@ -107,6 +108,9 @@ class KnownBug:
     #: ``ops`` are its minimal program's calls, not declared: the condition is
     #: their hazard classes (:mod:`pytest_cgraph.registry.hazards`), not every call.
     by_hazard: bool = False
+    #: Its signature with the autograd nodes its message names blanked
+    #: (:attr:`Difference.kin_signature`), ``None`` where it names none.
+    kin_signature: str | None = None
 
     def claims(self, ops: frozenset[str]) -> bool:
         """Whether a failing program calling ``ops`` may be this bug."""
@@ -169,6 +173,7 @@ class KnownBug:
             "bug": self.bug,
             "essential": list(self.essential) if self.essential is not None else None,
             "by_hazard": self.by_hazard,
+            "kin_signature": self.kin_signature,
         }
 
     @classmethod
@@ -183,6 +188,7 @@ class KnownBug:
             data.get("bug"),
             tuple(essential) if essential is not None else None,
             bool(data.get("by_hazard", False)),
+            data.get("kin_signature"),
         )
 
 
@@ -293,6 +299,7 @@ def read_entry(path: Path) -> KnownBug | None:
     layer = header_value(head, LAYER)
     declared = _declared_ops(path, text)
     bug = _bugs_by_form(path.parent).get(path.name)
+    error = error_in_headline(header_value(head, FAILURE) or "")
     return KnownBug(
         signature,
         None if layer in (None, "none") else layer,
@@ -301,6 +308,7 @@ def read_entry(path: Path) -> KnownBug | None:
         bug.id if bug is not None else None,
         bug.essential if bug is not None else None,
         by_hazard=declared is None and bug is None,
+        kin_signature=kin_signature(signature, *error) if error is not None else None,
     )
 
 
@@ -806,8 +814,11 @@ class Registry:
 
     def __init__(self, entries: Iterable[KnownBug] = ()) -> None:
         self._entries: dict[str, list[KnownBug]] = {}
+        self._kin: dict[str, list[KnownBug]] = {}
         for entry in entries:
             self._entries.setdefault(entry.signature, []).append(entry)
+            if entry.kin_signature is not None:
+                self._kin.setdefault(entry.kin_signature, []).append(entry)
 
     @classmethod
     def load(cls, directories: Iterable[Path]) -> Registry:
@@ -885,7 +896,13 @@ class Registry:
             # version's) claims any site of its signal, narrowed by ops below.
             siteless = siteless_signature(difference)
             candidates = candidates + self._entries.get(siteless, [])
-        if self.narrows(difference):
+        by_kin = not candidates and difference.kin_signature is not None
+        if by_kin:
+            # autograd's check named another node (the op that made the tensor):
+            # an entry of the same check is this failure's only if the program
+            # makes its bug's calls.
+            candidates = self._kin.get(difference.kin_signature or "", [])
+        if by_kin or self.narrows(difference):
             candidates = [entry for entry in candidates if entry.claims(ops)]
             # A filed bug's form goes before an entry of no bug (a user's, or the
             # run's own repro of this very failure), which keep their order; and

@@ -32,6 +32,8 @@ ENTRY_LINE = "# pytest-cgraph entry"
 #: Header lines a registry is read from.
 BASE_SIGNATURE = "# base signature: "
 LAYER = "# layer: "
+#: The failure's headline (:meth:`Difference.headline`): a crash's exception and message.
+FAILURE = "# failure: "
 SIZE = "# size: "
 
 #: A repro file's suffix: a Python script.

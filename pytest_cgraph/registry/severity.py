@@ -14,7 +14,7 @@ import enum
 import re
 
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
-from pytest_cgraph.registry.repro_files import BASE_SIGNATURE, header_value
+from pytest_cgraph.registry.repro_files import BASE_SIGNATURE, FAILURE, header_value
 
 
 class Severity(str, enum.Enum):
@@ -85,6 +85,6 @@ def severity_of_entry(text: str) -> Severity:
     """
     signature = header_value(text, BASE_SIGNATURE) or ""
     kind = _KINDS[signature.split("-")[0]]
-    message = header_value(text, "# failure: ") if kind is Kind.CRASH else None
+    message = header_value(text, FAILURE) if kind is Kind.CRASH else None
     place = Place(Role.COMPILED, name="call")
     return severity_of(Difference(kind, 1, place, exception_type="E", message=message))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,7 +11,7 @@ from typing import cast
 
 import pytest
 
-from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
+from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role, error_in_headline
 from pytest_cgraph.registry.entries import (
     BUGS_FILE,
     DATA_ASSIGNED,
@@ -23,7 +24,13 @@ from pytest_cgraph.registry.entries import (
     registry_files,
     shipped_baselines,
 )
-from pytest_cgraph.registry.repro_files import BASE_SIGNATURE, LAYER, MARKER_LINE
+from pytest_cgraph.registry.repro_files import (
+    BASE_SIGNATURE,
+    FAILURE,
+    LAYER,
+    MARKER_LINE,
+    header_value,
+)
 from pytest_cgraph.strategies.templates import TEMPLATES
 
 WRONG = Difference(Kind.VALUE, 2, Place(Role.OUTPUT, index=0))
@@ -462,9 +469,84 @@ def test_every_shipped_form_met_again_through_its_own_calls_is_its_own_bug(
             continue
         # Judged as a broad failure of its signature (no message to name it by):
         # the program's calls and the layer decide, as they do in a campaign.
-        failure = cast(Difference, SimpleNamespace(signature=entry.signature, message=""))
+        failure = cast(
+            Difference,
+            SimpleNamespace(signature=entry.signature, message="", kin_signature=None),
+        )
         failure.ends_process = False  # type: ignore[misc]
         judged = registry.match(failure, lambda entry=entry: entry.layer, entry.ops)
         if judged is None or judged.bug != entry.bug:
             misjudged.append(f"{entry.path.name}: {entry.bug} judged {judged and judged.bug}")
     assert not misjudged, "\n".join(misjudged)
+
+
+def version_error(node: str) -> Difference:
+    """autograd's version-counter check, naming ``node`` as the maker of the written tensor."""
+    return Difference(
+        Kind.CRASH,
+        1,
+        Place(Role.COMPILED, name="backward"),
+        exception_type="RuntimeError",
+        message="one of the variables needed for gradient computation has been modified by "
+        f"an inplace operation: [torch.FloatTensor [3]], which is output 0 of {node}, is at "
+        "version 2; expected version 1 instead. Hint: enable anomaly detection.",
+    )
+
+
+def test_an_autograd_check_naming_another_node_is_one_signature_apart_and_one_kin() -> None:
+    copy, mul = version_error("torch::autograd::CopyBackwards"), version_error("MulBackward0")
+    slices = version_error("CopySlices")
+    assert len({copy.signature, mul.signature, slices.signature}) == 3
+    assert copy.kin_signature == mul.kin_signature == slices.kin_signature
+    assert copy.kin_signature not in (None, copy.signature, mul.signature)
+    # No node named: nothing to blank.
+    assert CRASH.kin_signature is None and WRONG.kin_signature is None
+
+
+def test_an_entry_claims_its_check_met_through_another_node_by_its_bug_s_calls(
+    tmp_path: Path,
+) -> None:
+    recorded = version_error("MulBackward0")
+    path = tmp_path / "version.py"
+    path.write_text(
+        f"{MARKER_LINE}\n{BASE_SIGNATURE}{recorded.signature}\n{LAYER}aot_eager\n"
+        f"{FAILURE}{recorded.headline()}\n"
+        "PROGRAM_SOURCE = r'''\ndef program(a0):\n    v0 = a0 * 2\n    v0.add_(1)\n"
+        "    return (v0,)\n'''[1:]\n"
+    )
+    bugs_file(
+        tmp_path,
+        '[[bug]]\nid = "saved-then-written"\ntitle = "t"\nseverity = "crash"\n'
+        'mechanism = "m"\nessential = ["add_|copy_"]\nforms = ["version.py"]\n',
+    )
+    registry = Registry.load([tmp_path])
+    (entry,) = registry.entries()
+    assert entry.kin_signature == recorded.kin_signature
+    # The entry travels to a worker with it.
+    assert KnownBug.from_json(entry.to_json()) == entry
+    through_copy = version_error("torch::autograd::CopyBackwards")
+    known = registry.match(through_copy, lambda: None, frozenset({"copy_", "sin"}))
+    assert known is not None and known.bug == "saved-then-written"
+    # The same check, without the bug's calls: another mechanism.
+    assert registry.match(through_copy, lambda: None, frozenset({"sin", "mul"})) is None
+
+
+#: An autograd node as its checks name it, told apart here independently of the oracle's own.
+NODE_NAMED = re.compile(r"\b\w*(?:Backwards?\d*|CompiledFunction|CopySlices|AccumulateGrad)\b")
+
+
+@pytest.mark.parametrize("directory", sorted(shipped_baselines().values()), ids=lambda p: p.name)
+def test_every_shipped_entry_whose_check_names_a_node_has_its_kin(directory: Path) -> None:
+    """An entry's kin is keyed on the message its header holds: it must be the
+    message its signature was keyed on, or the entry would claim no kin."""
+    without, kin = [], 0
+    for path in registry_files(directory):
+        entry = read_entry(path)
+        error = error_in_headline(header_value(path.read_text(), FAILURE) or "")
+        if entry is None or error is None or not NODE_NAMED.search(error[1]):
+            continue
+        kin += 1
+        if entry.kin_signature is None:
+            without.append(path.name)
+    assert not without, without
+    assert kin > 0
