@@ -88,12 +88,32 @@ class TensorSnapshot:
         stride checks (``check_significant_strides``) skip both, and so does
         the oracle. -1 stands for a stride or offset that means nothing.
         """
-        if not self.values.numel():
-            return tuple(-1 for _ in self.stride), -1
-        strides = tuple(
-            stride if size > 1 else -1 for size, stride in zip(self.shape, self.stride, strict=True)
+        return significant_layout(
+            self.shape, self.stride, self.storage_offset, empty=not self.values.numel()
         )
-        return strides, self.storage_offset
+
+
+def significant_layout(
+    shape: tuple[int, ...], stride: tuple[int, ...], storage_offset: int, *, empty: bool
+) -> tuple[tuple[int, ...], int]:
+    """:meth:`TensorSnapshot.significant_layout` of a tensor of this metadata."""
+    if empty:
+        return tuple(-1 for _ in stride), -1
+    strides = tuple(stride if size > 1 else -1 for size, stride in zip(shape, stride, strict=True))
+    return strides, storage_offset
+
+
+def layout_of(value: Any) -> tuple[tuple[int, ...], int] | None:
+    """The significant layout of a strided tensor (read from its metadata, no copy);
+    ``None`` for anything else."""
+    if not isinstance(value, torch.Tensor) or value.layout != torch.strided:
+        return None
+    return significant_layout(
+        tuple(value.shape),
+        tuple(value.stride()),
+        int(value.storage_offset()),
+        empty=not value.numel(),
+    )
 
 
 def compare_iteration(
@@ -149,7 +169,14 @@ def compare_iteration(
     for name, expected, actual in zip(
         eager.argument_names, eager.arguments, compiled.arguments, strict=True
     ):
-        found = compare_values(expected, actual, tolerance, Kind.MUTATION, check_layout=True)
+        # An argument that came in laid out differently on the two sides (an
+        # earlier output fed back: output layouts are not compared) is judged
+        # by whether the call changed its layout, not by its layout.
+        entered = eager.layouts_in.get(name), compiled.layouts_in.get(name)
+        alike = entered[0] == entered[1]
+        found = compare_values(expected, actual, tolerance, Kind.MUTATION, check_layout=alike)
+        if found is None and not alike:
+            found = _layout_change(entered, expected, actual)
         place = Place(Role.ARGUMENT, name=name)
         if found is not None and not _excused(found, place, excused):
             return found.located(iteration, place)
@@ -217,6 +244,26 @@ def _relations_facet(relations: tuple[Relation, ...]) -> str:
 
 def _brief_grad(grad: TensorSnapshot | None) -> str:
     return "None" if grad is None else f"tensor {_values_text(grad.values)}"
+
+
+def _layout_change(entered: tuple[Any, Any], expected: Any, actual: Any) -> Difference | None:
+    """A stride difference where one side's call changed an argument's layout and the
+    other's did not; ``None`` where both kept it, or both changed it."""
+    if not isinstance(expected, TensorSnapshot) or not isinstance(actual, TensorSnapshot):
+        return None
+    eager_changed = expected.significant_layout() != entered[0]
+    compiled_changed = actual.significant_layout() != entered[1]
+    if eager_changed == compiled_changed:
+        return None
+    return Difference(
+        Kind.METADATA,
+        0,
+        Place(Role.OUTPUT),
+        detail="stride differs: the call changed it on one side only",
+        facet="stride",
+        expected=str(expected.stride),
+        actual=str(actual.stride),
+    )
 
 
 def compare_values(

@@ -29,6 +29,7 @@ from pytest_cgraph.oracle.compare import (
     compare_iteration,
     compare_values,
     crash_difference,
+    layout_of,
 )
 from pytest_cgraph.oracle.compiling import (
     Backend,
@@ -506,6 +507,9 @@ def _run_side(
 ) -> tuple[Observation, list[Any]]:
     """One call of one side, observed; returns the observation and the raw outputs."""
     observation = Observation()
+    observation.layouts_in = {
+        name: layout_of(value) for name, value in observed_arguments(side.flat, names)
+    }
     ops.manual_seed(settings.seed + iteration)
     if side.compiled and settings.backend.uses_cudagraphs:
         mark_step()

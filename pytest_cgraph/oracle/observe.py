@@ -66,6 +66,8 @@ class Observation:
     output_structure: str = ""
     arguments: list[Any] = field(default_factory=list)
     argument_names: list[str] = field(default_factory=list)
+    #: Each tensor argument's significant layout before the call, by name.
+    layouts_in: dict[str, Any] = field(default_factory=dict)
     grads: dict[str, TensorSnapshot | None] = field(default_factory=dict)
     aliasing: list[tuple[Relation, ...]] = field(default_factory=list)
     error: BaseException | None = None

@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from pytest_cgraph import EquivalenceError
 from pytest_cgraph.oracle.compare import (
     TensorSnapshot,
     Tolerance,
@@ -24,6 +25,7 @@ from pytest_cgraph.oracle.difference import (
     message_key,
     normalised_message,
 )
+from pytest_cgraph.oracle.engine import Backend, CheckSettings, run_check
 
 
 def test_float32_default_tolerance_is_assert_closes() -> None:
@@ -337,3 +339,46 @@ def test_an_aliasing_relation_names_its_target_by_place_not_by_text() -> None:
         "is argument x; shares storage with output #1"
     )
     assert describe_relations(()) == "aliases nothing"
+
+
+def _feeds_back_its_output(a0: torch.Tensor) -> tuple[torch.Tensor]:
+    return (a0 + 2,)
+
+
+def _transposed() -> tuple[torch.Tensor]:
+    return (torch.arange(4.0).view(2, 2).t(),)
+
+
+def _fed_back(k: int, args: tuple, outputs: tuple) -> tuple:
+    return (outputs[0],)
+
+
+def test_an_output_fed_back_as_an_argument_brings_no_layout_difference_with_it() -> None:
+    # Eager's add keeps a transposed input's layout; this compiled side returns
+    # it contiguous. Output layouts are not judged, so the argument it becomes
+    # at the next call is judged by what that call does to it: nothing here.
+    def contiguous_outputs(a0: torch.Tensor) -> tuple[torch.Tensor]:
+        return tuple(out.contiguous() for out in _feeds_back_its_output(a0))
+
+    settings = CheckSettings(backend=Backend.named("eager"), iters=3)
+    report = run_check(
+        _feeds_back_its_output, _transposed(), None, settings, _fed_back, contiguous_outputs
+    )
+    assert report.iterations == 3
+
+
+def test_a_layout_one_side_s_call_changes_is_a_difference_whatever_it_came_in_as() -> None:
+    # As above, and the compiled call also re-lays its argument out in place
+    # (same values): after the call both sides' layouts happen to agree, but
+    # only the compiled side changed it.
+    def relaid(a0: torch.Tensor) -> tuple[torch.Tensor]:
+        out = _feeds_back_its_output(a0)[0].contiguous()
+        if a0.is_contiguous():
+            a0.set_(a0.t().contiguous().t())
+        return (out,)
+
+    settings = CheckSettings(backend=Backend.named("eager"), iters=3)
+    with pytest.raises(EquivalenceError) as caught:
+        run_check(_feeds_back_its_output, _transposed(), None, settings, _fed_back, relaid)
+    difference = caught.value.difference
+    assert (difference.signature, difference.iteration) == ("metadata-argument-stride", 2)
