@@ -111,6 +111,9 @@ class KnownBug:
     #: Its signature with the autograd nodes its message names blanked
     #: (:attr:`Difference.kin_signature`), ``None`` where it names none.
     kin_signature: str | None = None
+    #: Its bug claims every difference of a program making its essential calls
+    #: (:attr:`Bug.any_symptom`).
+    any_symptom: bool = False
 
     def claims(self, ops: frozenset[str]) -> bool:
         """Whether a failing program calling ``ops`` may be this bug."""
@@ -174,6 +177,7 @@ class KnownBug:
             "essential": list(self.essential) if self.essential is not None else None,
             "by_hazard": self.by_hazard,
             "kin_signature": self.kin_signature,
+            "any_symptom": self.any_symptom,
         }
 
     @classmethod
@@ -189,6 +193,7 @@ class KnownBug:
             tuple(essential) if essential is not None else None,
             bool(data.get("by_hazard", False)),
             data.get("kin_signature"),
+            bool(data.get("any_symptom", False)),
         )
 
 
@@ -212,6 +217,11 @@ class Bug:
     forms: tuple[str, ...]
     #: Where torch tracks it ("unsearched": nobody has looked yet).
     upstream: str = "unsearched"
+    #: Every difference of a program making its essential calls is this bug, whatever
+    #: its signature: for a mechanism that writes memory the program never named
+    #: (a storage rebound behind the compiler's back), whose symptom is wherever
+    #: that memory is read next. Its forms are examples, not the list.
+    any_symptom: bool = False
     #: What replaying its forms gave on each torch it was checked on (the torch
     #: version, e.g. ``2.14.1+cu130``, to ``7 of 8 forms reproduce``), so a report
     #: is written against the newest torch it still fails on.
@@ -221,7 +231,17 @@ class Bug:
 
 
 _BUG_KEYS = frozenset(
-    {"id", "title", "severity", "mechanism", "essential", "forms", "upstream", "checked"}
+    {
+        "id",
+        "title",
+        "severity",
+        "mechanism",
+        "essential",
+        "forms",
+        "upstream",
+        "checked",
+        "any_symptom",
+    }
 )
 
 
@@ -252,6 +272,7 @@ def read_bugs(directory: Path) -> list[Bug]:
                     essential=tuple(str(call) for call in raw["essential"]),
                     forms=tuple(str(form) for form in raw["forms"]),
                     upstream=str(raw.get("upstream", "unsearched")),
+                    any_symptom=_flag(raw, "any_symptom"),
                     checked={str(k): str(v) for k, v in raw.get("checked", {}).items()},
                     extra={key: value for key, value in raw.items() if key not in _BUG_KEYS},
                 )
@@ -259,6 +280,14 @@ def read_bugs(directory: Path) -> list[Bug]:
         except (KeyError, TypeError, ValueError) as error:
             raise ValueError(f"{path}: bug {raw.get('id', '?')!r}: {error!r}") from error
     return bugs
+
+
+def _flag(raw: dict[str, Any], key: str) -> bool:
+    """A bug's boolean key (absent: false); anything but a TOML boolean is an error."""
+    value = raw.get(key, False)
+    if not isinstance(value, bool):
+        raise ValueError(f"{key} must be true or false, got {value!r}")
+    return value
 
 
 def _bugs_by_form(directory: Path) -> dict[str, Bug]:
@@ -309,6 +338,7 @@ def read_entry(path: Path) -> KnownBug | None:
         bug.essential if bug is not None else None,
         by_hazard=declared is None and bug is None,
         kin_signature=kin_signature(signature, *error) if error is not None else None,
+        any_symptom=bug is not None and bug.any_symptom,
     )
 
 
@@ -815,10 +845,14 @@ class Registry:
     def __init__(self, entries: Iterable[KnownBug] = ()) -> None:
         self._entries: dict[str, list[KnownBug]] = {}
         self._kin: dict[str, list[KnownBug]] = {}
+        #: One form of each bug that claims any difference of its calls.
+        self._any_symptom: dict[str, KnownBug] = {}
         for entry in entries:
             self._entries.setdefault(entry.signature, []).append(entry)
             if entry.kin_signature is not None:
                 self._kin.setdefault(entry.kin_signature, []).append(entry)
+            if entry.any_symptom and entry.bug is not None:
+                self._any_symptom.setdefault(entry.bug, entry)
 
     @classmethod
     def load(cls, directories: Iterable[Path]) -> Registry:
@@ -888,7 +922,9 @@ class Registry:
         its bug's essential calls, its declared ops, or its program's hazard
         classes). A message that entries of different calls share is broad
         too: their calls, not the message, tell their bugs apart.
-        ``layer_of`` is called (once) only when the layer decides it.
+        ``layer_of`` is called (once) only when the layer decides it. Where no
+        entry matches, a bug that claims any difference of its calls
+        (:attr:`Bug.any_symptom`) and whose calls the program makes is it.
         """
         candidates = self._entries.get(difference.signature, [])
         if difference.ends_process and difference.message:
@@ -912,12 +948,17 @@ class Registry:
                 key=lambda entry: (1, entry.precision(ops)) if entry.bug else (0, 0.0),
                 reverse=True,
             )
-        if not candidates:
-            return None
-        if not self.needs_layer(difference):
+        if candidates and not self.needs_layer(difference):
             return candidates[0]
-        layer = layer_of()
-        return next((entry for entry in candidates if entry.layer == layer), None)
+        if candidates:
+            layer = layer_of()
+            known = next((entry for entry in candidates if entry.layer == layer), None)
+            if known is not None:
+                return known
+        # Last, a bug whose mechanism shows as any difference, if the program makes
+        # its calls: no signature, layer or message of its forms asked.
+        claiming = [entry for entry in self._any_symptom.values() if entry.claims(ops)]
+        return max(claiming, key=lambda entry: entry.precision(ops), default=None)
 
 
 @functools.cache

@@ -550,3 +550,41 @@ def test_every_shipped_entry_whose_check_names_a_node_has_its_kin(directory: Pat
             without.append(path.name)
     assert not without, without
     assert kin > 0
+
+
+def test_a_bug_of_any_symptom_claims_every_difference_of_a_program_making_its_calls(
+    tmp_path: Path,
+) -> None:
+    repro(tmp_path, "rebind", "value-output", "aot_eager", "def program(a0):\n    pass\n")
+    repro(tmp_path, "other", CRASH.signature, "aot_eager", "def program(a0):\n    pass\n")
+    bugs_file(
+        tmp_path,
+        '[[bug]]\nid = "rebinds"\ntitle = "t"\nseverity = "silent"\nmechanism = "m"\n'
+        'essential = ["set_to_"]\nany_symptom = true\nforms = ["rebind.py"]\n\n'
+        '[[bug]]\nid = "other"\ntitle = "t"\nseverity = "crash"\nmechanism = "m"\n'
+        'essential = []\nforms = ["other.py"]\n',
+    )
+    registry = Registry.load([tmp_path])
+    calls, rebinding = [], frozenset({"set_to_", "t_"})
+    # Another signature, another layer: the bug's calls are enough.
+    known = registry.match(version_error("MulBackward0"), asked("cudagraphs", calls), rebinding)
+    assert known is not None and known.bug == "rebinds"
+    known = registry.match(WRONG, asked("inductor", calls), rebinding)
+    assert known is not None and known.bug == "rebinds"
+    # Without them, nothing; and a form whose signature matches comes first.
+    assert registry.match(WRONG, asked("inductor", calls), frozenset({"t_"})) is None
+    known = registry.match(CRASH, asked(None, calls), rebinding)
+    assert known is not None and known.bug == "other"
+    # The claim travels to a worker with the entry.
+    (entry,) = [e for e in registry.entries() if e.bug == "rebinds"]
+    assert KnownBug.from_json(entry.to_json()).any_symptom
+
+
+def test_any_symptom_must_be_a_boolean(tmp_path: Path) -> None:
+    bugs_file(
+        tmp_path,
+        '[[bug]]\nid = "rebinds"\ntitle = "t"\nseverity = "silent"\nmechanism = "m"\n'
+        'essential = ["set_to_"]\nany_symptom = "yes"\nforms = []\n',
+    )
+    with pytest.raises(ValueError, match="any_symptom must be true or false"):
+        read_bugs(tmp_path)
