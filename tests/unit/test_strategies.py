@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 from hypothesis.errors import InvalidArgument
@@ -19,10 +20,14 @@ ALL_FAMILIES = tuple(FAMILIES)
 #: ``alias_sometimes`` needs a fresh or dynamic schedule, an aliased layout
 #: and a coin, all at once; ``retain_grad`` a live non-leaf requiring grad
 #: (3 to 13 of 200 autograd programs, by seed); each hook of the
-#: ``module_hooks`` schedule, drawn a quarter as often as the others. They
-#: are looked for in a larger sample of those families.
+#: ``module_hooks`` schedule, drawn a quarter as often as the others; an
+#: in-place write on a parameter, which only the few ops that may write a
+#: leaf requiring grad make (a custom op, a ``no_grad`` update: 0 to 4 of
+#: 200 schedules programs, by seed). They are looked for in a larger sample
+#: of those families.
 RARE = {
     "layout:alias_sometimes": ("schedules", "scalars"),
+    "inplace_on_parameter": ("schedules", "autograd"),
     "retain_grad": ("autograd",),
     "python_random": ("rng",),
     **dict.fromkeys(
@@ -284,6 +289,99 @@ def test_a_shrinking_resize_never_grows_a_tensor_that_is_smaller_on_a_later_call
     later = {"torch": torch, "v0": torch.arange(2)}
     exec("\n".join(lines), later)
     assert later["v0"].tolist() == [0, 1]
+
+
+def _scripted(*choices: object) -> Callable[[object], object]:
+    """A builder's draw function that answers each draw with the next of ``choices``."""
+    answers = list(choices)
+    return lambda strategy: answers.pop(0)
+
+
+def _built(builder: Callable[..., object], value: object, *choices: object) -> dict[str, object]:
+    """Run ``builder`` on ``a0 = value`` with scripted draws; the namespace it leaves."""
+    import torch
+
+    from pytest_cgraph.strategies.ops import Context, Var
+
+    target = Var("a0", value, "input")
+    built = builder(Context(_scripted(*choices), target, [target], "v1"))
+    assert built is not None
+    env: dict[str, object] = {"torch": torch, "a0": value}
+    exec("\n".join(built[0]), env)
+    return env
+
+
+def test_a_range_is_written_from_the_target_s_own_rows_shifted_and_cloned() -> None:
+    # x[1:] = x[:-1].clone(): the rows written overlap the rows read, so the
+    # source must be read before the write (pytorch/pytorch#197829's class).
+    import torch
+
+    from pytest_cgraph.strategies.ops import _slice_assign
+
+    rows = torch.arange(6.0).reshape(3, 2)
+    env = _built(_slice_assign, rows.clone(), 0, 1, "self", "{x}[{h}].clone()")
+    assert env["a0"].tolist() == [[0, 1], [0, 1], [2, 3]]  # type: ignore[attr-defined]
+
+
+def test_a_range_written_along_a_later_dim_from_another_tensor_keeps_the_other_rows() -> None:
+    import torch
+
+    from pytest_cgraph.strategies.ops import Context, Var, _slice_assign
+
+    target, source = Var("a0", torch.zeros(2, 3), "input"), Var("a1", torch.ones(2, 3), "input")
+    lines, binds = _slice_assign(  # type: ignore[misc]
+        Context(_scripted(1, 2, "other", "a1", ":, 2:"), target, [target, source], "v2")
+    )
+    assert (lines, binds) == (["a0[:, 2:] = a1[:, 2:]"], False)
+    env = {"torch": torch, "a0": torch.zeros(4, 3), "a1": torch.ones(4, 3)}
+    exec(lines[0], env)  # bounds relative to the end: a larger call means the same
+    assert env["a0"].sum().item() == 4
+
+
+def test_a_range_is_never_copied_uncloned_from_a_view_of_the_target_s_own_memory() -> None:
+    # x[:, 2:] = x[:, :-2] overlaps once x has five columns, where eager's
+    # overlap check gives up on the strided view and the result depends on
+    # the copy's order: a false alarm waiting for a dynamic schedule.
+    import torch
+
+    from pytest_cgraph.strategies.ops import Context, Var, _slice_assign
+
+    base = torch.zeros(3, 3)
+    target, view = Var("a0", base, "input"), Var("v0", base.t(), "view")
+    draws = _scripted(1, 2, "other")
+    assert _slice_assign(Context(draws, target, [target, view], "v1")) is None
+
+
+def test_a_slice_scatter_writes_the_slice_into_a_new_tensor_and_leaves_its_input() -> None:
+    # The functional form of a write into a view (pytorch/pytorch#198094's class).
+    import torch
+
+    from pytest_cgraph.strategies.ops import _scatter_outplace
+
+    rows = torch.arange(6.0).reshape(3, 2)
+    env = _built(_scatter_outplace, rows.clone(), 0, 1, False, 2, "{p} * 2")
+    assert env["v1"].tolist() == [[0, 1], [4, 6], [8, 10]]  # type: ignore[attr-defined]
+    assert torch.equal(env["a0"], rows)  # type: ignore[arg-type]
+
+
+def test_a_select_scatter_writes_one_row() -> None:
+    import torch
+
+    from pytest_cgraph.strategies.ops import _scatter_outplace
+
+    env = _built(_scatter_outplace, torch.zeros(2, 2), 1, 0, True, "torch.ones_like({p})")
+    assert env["v1"].tolist() == [[1, 0], [1, 0]]  # type: ignore[attr-defined]
+
+
+def test_an_index_put_may_write_values_read_from_its_own_target() -> None:
+    # x.index_put_((arange,), x * 2): every row written from the values it
+    # overwrites (pytorch/pytorch#198270's class).
+    import torch
+
+    from pytest_cgraph.strategies.ops import _index_put
+
+    env = _built(_index_put, torch.arange(3.0), False, 0, 2, "a0 * 2")
+    assert env["a0"].tolist() == [0, 2, 4]  # type: ignore[attr-defined]
 
 
 def test_mixed_meets_every_hazard_class_in_a_short_campaign() -> None:
