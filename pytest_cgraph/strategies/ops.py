@@ -776,6 +776,8 @@ def _reshape_op(ctx: Context) -> tuple[list[str], bool]:
         torch.float32: ["torch.int32", "torch.float16"],
         torch.float64: ["torch.int64", "torch.int32"],
         torch.int64: ["torch.float64", "torch.int32"],
+        # And back: a view of another element size, viewed as the original.
+        torch.int32: ["torch.float32", "torch.int64"],
         torch.bool: ["torch.uint8"],
     }.get(ctx.t.dtype, ["torch.int32"])
     view_dtype = view_dtypes[0]

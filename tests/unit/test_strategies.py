@@ -292,9 +292,20 @@ def test_a_shrinking_resize_never_grows_a_tensor_that_is_smaller_on_a_later_call
 
 
 def _scripted(*choices: object) -> Callable[[object], object]:
-    """A builder's draw function that answers each draw with the next of ``choices``."""
+    """A builder's draw function that answers each draw with the next of ``choices``.
+
+    An answer to a ``sampled_from`` draw must be one of its elements, so that
+    a script cannot choose what the builder does not offer.
+    """
     answers = list(choices)
-    return lambda strategy: answers.pop(0)
+
+    def draw(strategy: object) -> object:
+        answer = answers.pop(0)
+        offered = getattr(strategy, "elements", None)
+        assert offered is None or answer in offered, (answer, offered)
+        return answer
+
+    return draw
 
 
 def _built(builder: Callable[..., object], value: object, *choices: object) -> dict[str, object]:
@@ -382,6 +393,19 @@ def test_an_index_put_may_write_values_read_from_its_own_target() -> None:
 
     env = _built(_index_put, torch.arange(3.0), False, 0, 2, "a0 * 2")
     assert env["a0"].tolist() == [0, 2, 4]  # type: ignore[attr-defined]
+
+
+def test_a_dtype_view_of_another_element_size_may_be_viewed_back() -> None:
+    # x.view(int32) * 2 ... .view(int64): reads through both views must
+    # address alike (pytorch/pytorch#198101's class).
+    import torch
+
+    from pytest_cgraph.strategies.ops import _reshape_op
+
+    halves = torch.arange(4, dtype=torch.int32)
+    env = _built(_reshape_op, halves, "view({view_dtype})", "torch.int64")
+    assert env["v1"].dtype == torch.int64  # type: ignore[attr-defined]
+    assert env["v1"].shape == (2,)  # type: ignore[attr-defined]
 
 
 def test_a_caught_error_is_built_one_time_in_four_it_is_picked() -> None:
