@@ -328,8 +328,8 @@ def _slice_assign(ctx: Context) -> tuple[list[str], bool] | None:
     # A range of the target written at once (x[.., k:] = ...): a number, a
     # slice of another tensor, or the target's own rows shifted by k, which
     # overlap the rows written (so the source is cloned or computed: see
-    # below). Bounds are relative to the end, so a
-    # statement means the same where a schedule changes sizes.
+    # below). Bounds are relative to the end, so a statement means the same
+    # where a schedule changes sizes.
     dim = ctx.dim()
     shift = ctx.index(dim)
     written = _along(dim, f"{shift}:")
