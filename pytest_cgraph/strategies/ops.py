@@ -431,8 +431,7 @@ def _view_flat(ctx: Context) -> tuple[list[str], bool]:
 def _slice_step(ctx: Context) -> tuple[list[str], bool]:
     dim, start = ctx.dim(), ctx.draw(st.integers(0, 1))
     step = ctx.draw(st.integers(1, 2))
-    index = ", ".join([":"] * dim + [f"{start}::{step}"])
-    return [f"{ctx.new_name} = {ctx.x}[{index}]"], True
+    return [f"{ctx.new_name} = {ctx.x}[{_along(dim, f'{start}::{step}')}]"], True
 
 
 def _select(ctx: Context) -> tuple[list[str], bool]:
