@@ -70,6 +70,10 @@ class Case:
     setup_modules: tuple[str, ...] = ()
     #: How to replay the failure, when not a campaign's (seed, family).
     replay: str | None = None
+    #: torch's intra-op threads the check runs with (``None``: the checking
+    #: process's own). Inductor's CPU code differs with the count, so a failure
+    #: is replayed with the count it was found with.
+    threads: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Builtins only (an in-flight record, a report)."""

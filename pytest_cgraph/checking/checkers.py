@@ -24,6 +24,7 @@ it: its dump says which side died), and the next program gets a fresh child.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import faulthandler
 import importlib
 import multiprocessing
@@ -74,11 +75,13 @@ def check_case(case: Case) -> Outcome:
     """
     from pytest_cgraph.checking.runner import check_source
     from pytest_cgraph.errors import EquivalenceError, InvalidProgram
+    from pytest_cgraph.oracle.engine import intra_op_threads
 
     try:
-        report = check_source(
-            case.source, backend=case.backend, device=case.device, iters=case.iters
-        )
+        with intra_op_threads(case.threads):
+            report = check_source(
+                case.source, backend=case.backend, device=case.device, iters=case.iters
+            )
     except InvalidProgram as invalid:
         return Outcome(Verdict.INVALID, reason=invalid.reason)
     except EquivalenceError as error:
@@ -95,6 +98,22 @@ def start_method(device: str) -> Literal["spawn", "forkserver"]:
     spawned and imports torch itself.
     """
     return "spawn" if device.startswith("cuda") else "forkserver"
+
+
+def with_own_threads(case: Case) -> Case:
+    """``case``, checked with this process's intra-op thread count unless it names one.
+
+    A child starts with torch's default pool (one thread per core), while an
+    xdist worker shares the cores out (:func:`pytest_cgraph.plugin.session.share_cores`)
+    and replays, shrinks and locates what the child found in its own process:
+    a program that fails only with several threads failed in the child and
+    passed its replay ("not reproducible"). The child runs as its parent does.
+    """
+    if case.threads is not None:
+        return case
+    import torch
+
+    return dataclasses.replace(case, threads=torch.get_num_threads())
 
 
 class Checker(Protocol):
@@ -162,7 +181,7 @@ class IsolatedChecker:
             self._end_child()  # a CPU child cannot check a CUDA program, nor the reverse
         connection = self._child(method)
         self._checked_by_child += 1
-        connection.send(case)
+        connection.send(with_own_threads(case))
         if not connection.poll(self.timeout or None):
             self._kill()
             return Outcome.timed_out(self.timeout)

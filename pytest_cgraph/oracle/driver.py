@@ -25,7 +25,7 @@ import torch
 
 from pytest_cgraph.oracle.compiling import COMPARABLE_INDUCTOR, Backend, collect_compile_evidence
 from pytest_cgraph.oracle.difference import Difference
-from pytest_cgraph.oracle.engine import check_source
+from pytest_cgraph.oracle.engine import check_source, intra_op_threads
 from pytest_cgraph.oracle.errors import EquivalenceError, InvalidProgram
 from pytest_cgraph.oracle.ladder import Rung, climb, locate, rungs_for
 from pytest_cgraph.oracle.protocol import ProgramSpec, load_source
@@ -46,6 +46,8 @@ class ReproCase:
     timeout: float | None = None
     signature: str = ""
     seed: int = 0
+    #: torch's intra-op threads it was found with (``None``: the process's own).
+    threads: int | None = None
 
 
 class ReplayVerdict(str, enum.Enum):
@@ -125,7 +127,11 @@ def replay(case: ReproCase, backend: str | None = None) -> Replay:
     for module in case.modules:
         importlib.import_module(module)
     device = torch.device(case.device) if case.device else None
-    with warnings.catch_warnings(), collect_compile_evidence():  # torch's notices stay quiet
+    with (
+        warnings.catch_warnings(),
+        collect_compile_evidence(),  # torch's notices stay quiet
+        intra_op_threads(case.threads),
+    ):
         warnings.simplefilter("ignore")
         try:
             check_source(case.source, backend=Backend.named(name), device=device, seed=case.seed)

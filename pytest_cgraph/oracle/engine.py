@@ -137,6 +137,27 @@ class CheckReport:
         )
 
 
+@contextlib.contextmanager
+def intra_op_threads(count: int | None) -> Iterator[None]:
+    """Run the block with torch's intra-op pool at ``count`` threads (``None``: as it is).
+
+    How many threads torch runs is a condition of a check: Inductor's CPU
+    code generation takes other paths with one thread than with several
+    (pytorch/pytorch#191837 asserts only with two or more), so a program is
+    checked, shrunk, located and replayed with the count it was found with.
+    The pool is set back afterwards: the process checks other programs.
+    """
+    if count is None or count == torch.get_num_threads():
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def check_source(
     source: str,
     *,

@@ -183,6 +183,8 @@ class CampaignItem(CgraphItem):
             checker.close()
 
     def _case_of(self, program: Any, source: str) -> Case:
+        import torch  # imported already, by share_cores
+
         return Case(
             source=source,
             backend=self.options.backend,
@@ -195,6 +197,8 @@ class CampaignItem(CgraphItem):
             statements=len(program.statements),
             timeout=self.options.timeout or None,
             setup_modules=session.plugin_modules(self.config),
+            # This worker's share of the cores: what its repro files replay with.
+            threads=torch.get_num_threads(),
         )
 
     def _record(self, failure: Failure, checker: Checker) -> Failure:

@@ -59,7 +59,11 @@ from pytest_cgraph.oracle.protocol import (
     PROGRAM,
     RTOL,
 )
-from pytest_cgraph.registry.entries import recorded_modules, recorded_settings
+from pytest_cgraph.registry.entries import (
+    recorded_modules,
+    recorded_settings,
+    recorded_threads,
+)
 from pytest_cgraph.registry.repro_files import FAILURE, header_value
 
 #: Protocol names a script has no use for: it states their effect directly.
@@ -130,6 +134,8 @@ class Finding:
     modules: tuple[str, ...]
     signature: str
     layer: str | None
+    #: torch's intra-op threads it was found with (``None``: torch's default).
+    threads: int | None = None
 
     @classmethod
     def read(cls, path: Path) -> Finding:
@@ -144,6 +150,7 @@ class Finding:
             modules=recorded_modules(settings),
             signature=str(settings["signature"]),
             layer=None if layer in (None, "none") else layer,
+            threads=recorded_threads(settings),
         )
 
     @property
@@ -803,6 +810,8 @@ class _Writer:
             imports.insert(0, "import copy")
         imports += [f"import {module}" for module in self.finding.modules]
         imports += self._inductor_settings()
+        if self.finding.threads is not None:  # a condition of the finding, like a config flag
+            imports.append(f"torch.set_num_threads({self.finding.threads})")
         # Blank lines around definitions only: the straight-line part reads as one block.
         blocks = [
             self._headline() + imports,

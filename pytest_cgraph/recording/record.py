@@ -58,6 +58,7 @@ def record(
     origin: str,
     setup_modules: tuple[str, ...] = (),
     checker: IsolatedChecker | None = None,
+    threads: int | None = None,
 ) -> Failure:
     """Check ``source`` and write its repro into ``into``; the failure, with its repro.
 
@@ -83,7 +84,9 @@ def record(
         nodeid=origin,
         setup_modules=setup_modules,
         replay=f"python -m pytest_cgraph.record {origin} --backend {backend}"
-        + "".join(f" --import {module}" for module in setup_modules),
+        + "".join(f" --import {module}" for module in setup_modules)
+        + (f" --threads {threads}" if threads is not None else ""),
+        threads=threads,
     )
     child = checker or IsolatedChecker(setup_modules, timeout=None)
     try:
@@ -127,6 +130,7 @@ def _refresh_one(path: Path, checker: IsolatedChecker) -> Refreshed:
     """Re-record one registry file in place; what became of it."""
     import tempfile
 
+    from pytest_cgraph.recording.repro import recorded_case
     from pytest_cgraph.registry.entries import recorded_modules, recorded_settings
     from pytest_cgraph.registry.repro_files import ENTRY_SUFFIX
 
@@ -145,6 +149,7 @@ def _refresh_one(path: Path, checker: IsolatedChecker) -> Refreshed:
                 origin=path.name,
                 setup_modules=recorded_modules(settings),
                 checker=checker,
+                threads=recorded_case(path).threads,
             )
         except (ValueError, ConfigurationError) as error:
             return _kept(path, str(error))
@@ -237,6 +242,17 @@ def export_entry(entry: Path, out: Path) -> int:
     return 0
 
 
+def _thread_count(text: str) -> int:
+    """``--threads``: a positive whole number, or argparse's one-line error."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a thread count (a whole number >= 1)")
+    return count
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m pytest_cgraph.record",
@@ -255,6 +271,12 @@ def main(argv: list[str] | None = None) -> int:
         help="import MODULE first: one that registers the backend (repeatable)",
     )
     parser.add_argument("--iters", type=int, default=None, help="iterations (the file's ITERS)")
+    parser.add_argument(
+        "--threads",
+        type=_thread_count,
+        default=None,
+        help="torch's intra-op threads to check with, kept in the entry (torch's default)",
+    )
     parser.add_argument("--into", type=Path, help="the registry directory")
     parser.add_argument(
         "--export",
@@ -304,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
             into=arguments.into,
             origin=arguments.program.name,
             setup_modules=tuple(arguments.modules),
+            threads=arguments.threads,
         )
     except (ValueError, ConfigurationError) as error:
         print(f"error: {arguments.program}: {error}", file=sys.stderr)

@@ -58,6 +58,7 @@ from pytest_cgraph.registry.entries import (
     read_entry,
     recorded_modules,
     recorded_settings,
+    recorded_threads,
 )
 from pytest_cgraph.registry.repro_files import (
     BASE_SIGNATURE,
@@ -180,7 +181,8 @@ def facts(failure: Failure, location: Location) -> list[str]:
         f"{LAYER}{layer or 'none'}",
         f"{FAILURE}{difference.headline()}",
         f"# first diverging layer: {ladder}",
-        f"# backend: {case.backend}; device: {case.device}; iterations: {case.iters}",
+        f"# backend: {case.backend}; device: {case.device}; iterations: {case.iters}"
+        + (f"; torch threads: {case.threads}" if case.threads is not None else ""),
         f"# torch {torch.__version__}; {cuda}",
         f"{SIZE}{case.size}",
         f"# found by: {case.nodeid or 'a check'}; replay: {replay}",
@@ -204,6 +206,7 @@ def repro_case(failure: Failure) -> ReproCase:
         modules=tuple(dict.fromkeys([*case.setup_modules, *_backend_module(case.backend)])),
         timeout=case.timeout if difference.kind is Kind.TIMEOUT else None,
         signature=difference.signature,
+        threads=case.threads,
     )
 
 
@@ -217,6 +220,7 @@ BACKEND_MODULES = {list(case.modules)!r}  # imported first: they register the ba
 DEVICE = {case.device!r}
 TIMEOUT = {case.timeout!r}  # seconds before a hang counts as reproduced (exit 1), or None
 SIGNATURE = {case.signature!r}  # the failure this file reproduces
+THREADS = {case.threads!r}  # torch's intra-op threads it was found with, or None: as they are
 """
 
 
@@ -242,6 +246,7 @@ REPRO = ReproCase(
     modules=tuple(BACKEND_MODULES),
     timeout=TIMEOUT,
     signature=SIGNATURE,
+    threads=THREADS,
 )
 
 
@@ -258,7 +263,7 @@ def entry_text(header: list[str], case: ReproCase) -> str:
     """An entry: ``header`` as TOML comments, the settings as TOML keys.
 
     Data, never run: the installed oracle reads it (``tomllib``) and
-    replays it. A ``timeout`` of None is left out (TOML has no null).
+    replays it. A ``timeout`` or ``threads`` of None is left out (TOML has no null).
     """
     modules = ", ".join(_toml_string(module) for module in case.modules)
     timeout = (
@@ -266,6 +271,8 @@ def entry_text(header: list[str], case: ReproCase) -> str:
         if case.timeout is None
         else f"timeout = {float(case.timeout)!r}  # seconds before a hang counts as reproduced\n"
     )
+    if case.threads is not None:
+        timeout += f"threads = {int(case.threads)}  # torch's intra-op threads it was found with\n"
     return f"""{chr(10).join([ENTRY_LINE, *header, ENTRY_RUN])}
 
 signature = {_toml_string(case.signature)}  # the failure this entry reproduces
@@ -339,6 +346,7 @@ def recorded_case(path: Path) -> ReproCase:
         modules=recorded_modules(settings),
         timeout=float(timeout) if isinstance(timeout, (int, float)) else None,
         signature=str(settings["signature"]),
+        threads=recorded_threads(settings),
     )
 
 
@@ -622,6 +630,7 @@ def verify_repro(failure: Failure, directory: Path, *, entry: bool = False) -> F
     only call ``died`` is named by the signal the file's run died of.
     """
     from pytest_cgraph.oracle.driver import ReplayVerdict
+    from pytest_cgraph.oracle.engine import intra_op_threads
     from pytest_cgraph.oracle.ladder import Location
 
     if failure.difference.ends_process:
@@ -629,7 +638,8 @@ def verify_repro(failure: Failure, directory: Path, *, entry: bool = False) -> F
         failure, text, verdict, detail = _verify_in_subprocess(failure)
         stored = _stored_text(failure, location, text, entry)
     else:
-        location = locate_layer(failure.case, failure.difference)
+        with intra_op_threads(failure.case.threads):  # as it was found (the file sets it too)
+            location = locate_layer(failure.case, failure.difference)
         text = render(failure, location)
         # Both texts exist before the replay: what follows it only writes.
         stored = _stored_text(failure, location, text, entry)

@@ -389,13 +389,13 @@ def _program_in(text: str) -> str:
 
 #: The one-line literals a repro file assigns, read beside its program, by their entry keys.
 _RECORDED_LINE = re.compile(
-    r"^(BACKEND|BACKEND_MODULES|DEVICE|TIMEOUT|SIGNATURE) = (.*)$", re.MULTILINE
+    r"^(BACKEND|BACKEND_MODULES|DEVICE|TIMEOUT|SIGNATURE|THREADS) = (.*)$", re.MULTILINE
 )
 
 
 def recorded_settings(path: Path) -> dict[str, object]:
     """A file's ``program``, ``backend`` (and its ``backend_modules``), ``device``,
-    ``timeout`` (absent: none) and ``signature``, by an entry's keys.
+    ``timeout`` and ``threads`` (absent: none) and ``signature``, by an entry's keys.
 
     Read without running the file: an entry is TOML, read by ``tomllib``; a
     repro file (a whole oracle, which imports torch) is read from its
@@ -424,6 +424,15 @@ def recorded_modules(settings: dict[str, object]) -> tuple[str, ...]:
     """The ``backend_modules`` of :func:`recorded_settings`: modules to import first."""
     modules = settings.get("backend_modules")
     return tuple(str(module) for module in modules) if isinstance(modules, list | tuple) else ()
+
+
+def recorded_threads(settings: dict[str, object]) -> int | None:
+    """The ``threads`` of :func:`recorded_settings`: the intra-op thread count to replay
+    with, or ``None`` (absent, or not a positive whole number: torch's own)."""
+    threads = settings.get("threads")
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        return None
+    return threads
 
 
 def program_ops(source: str) -> frozenset[str]:

@@ -358,12 +358,24 @@ def crash_on_replay(n: int, run: Callable[..., Any], args: Sequence[Any], state:
 
 CRASH_ON_REPLAY = ReplayBackend("faulty_crash_on_replay", crash_on_replay)
 
+
+def crash_with_threads(n: int, run: Callable[..., Any], args: Sequence[Any], state: dict) -> Any:
+    """Every call raises while torch runs more than one intra-op thread: as Inductor's
+    CPU code generation asserts for some scatters only with several threads."""
+    if torch.get_num_threads() > 1:
+        raise AssertionError("code generation for several threads failed")
+    return run(*args)
+
+
+CRASH_WITH_THREADS = ReplayBackend("faulty_crash_with_threads", crash_with_threads)
+
 _registered = set(torch._dynamo.list_backends(exclude_tags=()))
 for _name, _backend in [
     *((f"faulty_{case.name}", case.backend) for case in FAULTS),
     ("faulty_two_crashes", TWO_CRASHES),
     ("faulty_two_faults", TWO_FAULTS),
     ("faulty_crash_on_replay", CRASH_ON_REPLAY),
+    ("faulty_crash_with_threads", CRASH_WITH_THREADS),
 ]:
     if _name not in _registered:
         register_backend(_backend, name=_name)

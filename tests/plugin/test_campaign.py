@@ -328,3 +328,49 @@ def test_a_time_boxed_run_says_how_its_box_was_spent(pytester: pytest.Pytester) 
     result.stdout.fnmatch_lines(
         ["time box 4 s over 2 campaign item(s) on 1 worker(s): each hunted *-* s; the run took *"]
     )
+
+
+THREADS_CONFTEST = """
+import torch
+
+
+def pytest_configure(config):
+    torch.set_num_threads({threads})
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_time_boxed_campaign_checks_and_replays_with_one_thread_count(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, threads: int
+) -> None:
+    # A time box checks in a child and replays what it finds in the process
+    # that drew it (an xdist worker sets its share of the cores). The backend
+    # fails only with several threads: with one, nothing fails (and nothing
+    # is left "not reproducible"); with two, the failure is verified and its
+    # repro says so and sets it.
+    monkeypatch.setenv("PYTHONPATH", str(TESTS))
+    pytester.makeconftest(THREADS_CONFTEST.format(threads=threads))
+    result = pytester.runpytest_subprocess(
+        "--cgraph",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "cgraph_doubles.faults",
+        "--cgraph-backend=faulty_crash_with_threads",
+        "--cgraph-families=views",
+        "--cgraph-duration=3s",
+        "--cgraph-seed=7",
+        "--cgraph-report=r.json",
+    )
+    failures = json.loads((pytester.path / "r.json").read_text())["failures"]
+    if threads == 1:
+        result.assert_outcomes(passed=1)
+        assert failures == []
+        return
+    result.assert_outcomes(failed=1)
+    assert failures and all(failure["verified"] for failure in failures), failures
+    repros = list((pytester.path / "cgraph-repros").glob("*.py"))
+    assert repros
+    for repro in repros:
+        text = repro.read_text()
+        assert "; torch threads: 2\n" in text and "\nTHREADS = 2  #" in text

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
+
 import pytest
 
 from cgraph_doubles.crashing import crashing_program
@@ -172,3 +175,42 @@ def test_a_spawned_child_imports_torch_before_the_first_programs_time_limit(
     finally:
         isolated.close()
     assert outcome.verdict is Verdict.PASS, outcome
+
+
+@pytest.fixture
+def own_threads() -> Iterator[None]:
+    """This process's intra-op thread count, set back after the test."""
+    import torch
+
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def test_a_child_checks_with_its_parents_thread_count_or_the_cases(own_threads: None) -> None:
+    # An xdist worker runs torch with its share of the cores and replays in
+    # its own process what its child found: a program that fails only with
+    # several threads must fail in both or in neither.
+    import torch
+
+    threaded = Case(
+        ADD_ONE,
+        "faulty_crash_with_threads",
+        "cpu",
+        3,
+        family="views",
+        nodeid="cgraph::views",
+        setup_modules=("cgraph_doubles.faults",),
+    )
+    isolated = IsolatedChecker(("cgraph_doubles.faults",), timeout=60.0)
+    try:
+        verdicts = []
+        for parent_threads in (1, 2):
+            torch.set_num_threads(parent_threads)
+            verdicts.append(isolated.check(threaded).verdict)
+        torch.set_num_threads(1)
+        named = isolated.check(dataclasses.replace(threaded, threads=2)).verdict
+    finally:
+        isolated.close()
+    assert verdicts == [Verdict.PASS, Verdict.FAIL]
+    assert named is Verdict.FAIL  # the case's own count wins over the parent's

@@ -177,3 +177,31 @@ def test_a_refresh_that_keeps_a_file_as_it_was_exits_1(
         f"refreshed {entry.path.name}",
     ]
     assert standalone.exists()
+
+
+def test_a_thread_count_is_checked_with_and_kept_in_the_entry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_cgraph.recording.plain import make_plain
+    from pytest_cgraph.recording.repro import recorded_case
+
+    program = tmp_path / "adds.py"
+    program.write_text(
+        "import torch\n\n\ndef program(a0):\n    return (a0 + 1,)\n\n\n"
+        "def inputs(k):\n    return (torch.zeros(2),)\n"
+    )
+    registry = tmp_path / "known"
+    backend = ["--backend", "faulty_crash_with_threads", "--import", "cgraph_doubles.faults"]
+    # One thread: the backend compiles, so there is nothing to record.
+    assert main([str(program), *backend, "--threads", "1", "--into", str(registry)]) == 1
+    assert "no difference" in capsys.readouterr().err
+    assert main([str(program), *backend, "--threads", "2", "--into", str(registry)]) == 0
+    (entry,) = Registry.load([registry]).entries()
+    assert recorded_case(entry.path).threads == 2
+    assert "\nthreads = 2  #" in entry.path.read_text()
+    # The plain script sets the count too: it is a condition of the bug.
+    plain = make_plain(entry.path, verify=False)
+    assert plain.script is not None and "\ntorch.set_num_threads(2)\n" in plain.script
+    with pytest.raises(SystemExit):
+        main([str(program), *backend, "--threads", "0", "--into", str(registry)])
+    assert "'0' is not a thread count" in capsys.readouterr().err

@@ -268,8 +268,14 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return Path(repro.path)
 
 
-def run_repro(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[1]), "PATH": "/usr/bin:/bin"}
+def run_repro(
+    path: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        "PATH": "/usr/bin:/bin",
+        **(env or {}),
+    }
     return subprocess.run(
         [sys.executable, str(path), *args], capture_output=True, text=True, env=env, timeout=300
     )
@@ -629,3 +635,31 @@ def test_what_torch_prints_as_a_graph_crashes_is_held_back_without_v(tmp_path: P
     assert loud.returncode == 1 and "(-v for" not in loud.stdout
     assert "Traceback (most recent call last)" in loud.stderr
     assert "Call using an FX-traced Module" in loud.stderr  # what FX printed
+
+
+def test_a_repro_replays_with_the_thread_count_it_was_found_with(tmp_path: Path) -> None:
+    # Found with two threads by a process that now runs one (an xdist worker
+    # verifying what its child found): the file sets the count, so it is
+    # located, verified and later replayed as it was found.
+    import torch
+
+    from cgraph_doubles.faults import FAULTS  # registers the faulty backends
+
+    assert FAULTS
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        found = failing(LOST_MUTATION, "faulty_crash_with_threads", ("cgraph_doubles.faults",))
+        torch.set_num_threads(1)
+        failure = dataclasses.replace(found, case=dataclasses.replace(found.case, threads=2))
+        repro = make_repro(failure, tmp_path).repro
+        assert torch.get_num_threads() == 1  # set back after the replay
+    finally:
+        torch.set_num_threads(before)
+    assert repro is not None and repro.status is ReproStatus.WRITTEN and repro.path, repro
+    text = Path(repro.path).read_text()
+    assert "\nTHREADS = 2  #" in text and "; torch threads: 2\n" in text
+    env_one_thread = {"OMP_NUM_THREADS": "1"}
+    replayed = run_repro(Path(repro.path), env=env_one_thread)
+    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+    assert replayed.stdout.startswith("REPRODUCED (faulty_crash_with_threads): crash difference")
