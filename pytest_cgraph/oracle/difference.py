@@ -304,7 +304,12 @@ def bug_line(text: str) -> str:
         return f"{head}: {detail}"
     # ``ValueError('...')`` -> ``ValueError: ...``: the message, not a quote to blank.
     error = _ERROR_REPR.match(inner)
-    return f"{head}: {error.group(1)}: {error.group(3)}" if error else f"{head}: {inner}"
+    message = error.group(3) if error else inner
+    # Its first line: what follows (a C++ error's "Exception raised from ..." and
+    # its frames) names the machine (addresses, the install's library paths),
+    # not the bug, and would key one failure differently on every machine.
+    message = message.split("\\n", 1)[0]
+    return f"{head}: {error.group(1)}: {message}" if error else f"{head}: {message}"
 
 
 _ERROR_REPR = re.compile(r"^(\w+)\((['\"])(.*)\2\)$")

@@ -261,6 +261,26 @@ def test_dynamo_s_generic_first_line_is_keyed_by_the_error_it_explains() -> None
     )
 
 
+def test_a_cpp_errors_backtrace_in_an_explanation_is_not_part_of_its_key() -> None:
+    # A C++ error Dynamo quotes carries its frames, with addresses and the
+    # install's library paths: the same bug on another machine keys the same.
+    def quoted(library: str) -> str:
+        frames = (
+            "\\nException raised from throw_cannot_call_with_symbolic at TensorImpl.cpp:340"
+            f" (most recent call first):\\nframe #0: c10::Error::Error() + 0x9d (0x7f in {library})"
+        )
+        return fake_tensor_error(
+            f"RuntimeError('Cannot call storage_offset() on tensor with symbolic sizes{frames}')"
+        )
+
+    here, there = quoted("/work/.venv/lib/libc10.so"), quoted("/tmp/ci/.venv/lib/libc10.so")
+    assert message_key(here) == message_key(there)
+    assert normalised_message(here) == (
+        "RuntimeError when making fake tensor call: RuntimeError: Cannot call storage_offset()"
+        " on tensor with symbolic sizes"
+    )
+
+
 def test_a_wrapped_explanation_is_keyed_by_its_inner_error_not_the_call() -> None:
     # A FakeTensor's repr with a grad_fn wraps the explanation over lines;
     # the op Dynamo failed on (add_, transpose_) is the program's, not the bug's.

@@ -25,6 +25,7 @@ import torch
 from pytest_cgraph import EquivalenceError
 from pytest_cgraph.checking.runner import check_source
 from pytest_cgraph.failures import ends_process
+from pytest_cgraph.oracle.engine import intra_op_threads
 from pytest_cgraph.recording.record import main as record_main
 from pytest_cgraph.recording.repro import recorded_case, replay_file
 from pytest_cgraph.registry.entries import (
@@ -42,7 +43,8 @@ BASELINE = baseline_dir(torch.__version__)
 FILES = registry_files(BASELINE) if BASELINE is not None else []
 #: The entry whose standalone file the default run checks: a small, quick one.
 SAMPLE = "grad-grad-aot_eager.toml"
-#: An entry's keys (``timeout`` only where it has one, ``ops`` where it declares them).
+#: An entry's keys (``timeout`` and ``threads`` only where it has them, ``ops`` where it
+#: declares them).
 KEYS = {"signature", "backend", "backend_modules", "device", "program"}
 
 
@@ -57,7 +59,7 @@ def test_the_running_torch_has_a_baseline_or_none_is_claimed() -> None:
         assert text.startswith(ENTRY_LINE), path
         assert "def replay(" not in text and len(text.splitlines()) < 200, path
         # TOML data: its keys and nothing else.
-        assert KEYS <= set(recorded_settings(path)) <= {*KEYS, "timeout", "ops"}, path
+        assert KEYS <= set(recorded_settings(path)) <= {*KEYS, "timeout", "ops", "threads"}, path
     # No repro file (or entry of the older kind) is read beside them.
     assert BASELINE is None or not list(BASELINE.glob("*.py"))
 
@@ -69,7 +71,8 @@ def test_recorded_difference_still_fails_in_process_with_its_signature(path: Pat
         line = replay_file(path)
         assert line.startswith("REPRODUCED: python FILE killed by "), line
         return
-    with pytest.raises(EquivalenceError) as caught:
+    # With the thread count it was recorded with (Inductor's CPU code differs by it).
+    with pytest.raises(EquivalenceError) as caught, intra_op_threads(case.threads):
         check_source(case.source, backend=case.backend, device=case.device)
     assert caught.value.difference.signature == case.signature
 
