@@ -130,8 +130,11 @@ def _refresh_one(path: Path, checker: IsolatedChecker) -> Refreshed:
     """Re-record one registry file in place; what became of it."""
     import tempfile
 
-    from pytest_cgraph.recording.repro import recorded_case
-    from pytest_cgraph.registry.entries import recorded_modules, recorded_settings
+    from pytest_cgraph.registry.entries import (
+        recorded_modules,
+        recorded_settings,
+        recorded_threads,
+    )
     from pytest_cgraph.registry.repro_files import ENTRY_SUFFIX
 
     target = path.with_suffix(ENTRY_SUFFIX)
@@ -149,7 +152,7 @@ def _refresh_one(path: Path, checker: IsolatedChecker) -> Refreshed:
                 origin=path.name,
                 setup_modules=recorded_modules(settings),
                 checker=checker,
-                threads=recorded_case(path).threads,
+                threads=recorded_threads(settings),
             )
         except (ValueError, ConfigurationError) as error:
             return _kept(path, str(error))

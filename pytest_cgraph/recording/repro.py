@@ -266,20 +266,20 @@ def entry_text(header: list[str], case: ReproCase) -> str:
     replays it. A ``timeout`` or ``threads`` of None is left out (TOML has no null).
     """
     modules = ", ".join(_toml_string(module) for module in case.modules)
-    timeout = (
-        ""
-        if case.timeout is None
-        else f"timeout = {float(case.timeout)!r}  # seconds before a hang counts as reproduced\n"
-    )
+    optional = ""
+    if case.timeout is not None:
+        optional += (
+            f"timeout = {float(case.timeout)!r}  # seconds before a hang counts as reproduced\n"
+        )
     if case.threads is not None:
-        timeout += f"threads = {int(case.threads)}  # torch's intra-op threads it was found with\n"
+        optional += f"threads = {int(case.threads)}  # torch's intra-op threads it was found with\n"
     return f"""{chr(10).join([ENTRY_LINE, *header, ENTRY_RUN])}
 
 signature = {_toml_string(case.signature)}  # the failure this entry reproduces
 backend = {_toml_string(case.backend)}
 backend_modules = [{modules}]  # imported first: they register the backend
 device = {_toml_string(case.device)}
-{timeout}
+{optional}
 # The program, exactly as it ran (the oracle executes this text).
 program = {_toml_program(case.source)}
 """
