@@ -1,7 +1,7 @@
 """The rediscovery corpus: PyTorch's own bugs, each a plain torch script, replayed here.
 
     python benchmarks/rediscovery.py verify [--workers 2] [--timeout 300] [--area AREA]
-    python benchmarks/rediscovery.py reach REPORT.json [REPORT.json ...]
+    python benchmarks/rediscovery.py reach REPORT.json [REPORT.json ...] [--baseline DIR]
 
 The corpus (``benchmarks/rediscovery/*.toml``, scripts under ``scripts/``)
 holds bugs reported on PyTorch's tracker in this project's area, each written
@@ -20,8 +20,12 @@ the shipped baseline on) and says which corpus bugs they met. A corpus bug
 is met by bug, not by signature: its ``known_as`` lists the baseline bugs
 (``bugs.toml`` ids) that are its mechanism, confirmed by reading both, and
 a campaign that reports a known hit of one of them has met it, whatever op
-it went through. Corpus bugs with no such mapping are listed apart, for
-triage against the reports' new findings.
+it went through. A report's new findings are then matched against today's
+baseline (no replay: signature, located layer and the program's calls, as a
+campaign's judge matches): those that triage has since recorded as a form of
+a corpus bug's known bug are counted apart, as met by a finding known now.
+Corpus bugs with no mapping are listed apart, for triage against the
+reports' remaining new findings.
 """
 
 from __future__ import annotations
@@ -249,9 +253,7 @@ def meetings(bug: CorpusBug, reports: list[tuple[Path, dict[str, Any]]]) -> list
     """Every report's first hit of one of ``bug``'s baseline bugs (by their known entries)."""
     found = []
     for path, data in reports:
-        firsts: dict[str, float] = {}
-        for entry in data.get("timeline") or []:
-            firsts.setdefault(entry.get("signature"), entry.get("seconds"))
+        firsts = _first_seconds(data)
         hits = [
             entry
             for entry in data.get("known") or []
@@ -264,23 +266,106 @@ def meetings(bug: CorpusBug, reports: list[tuple[Path, dict[str, Any]]]) -> list
     return found
 
 
-def reach(bugs: list[CorpusBug], paths: list[Path]) -> list[str]:
-    """Which reproducing corpus bugs the campaigns of ``paths`` met, and the rates."""
+@dataclass(frozen=True)
+class Recognition:
+    """A report's new finding that a baseline now knows: the bug it is, and when it was met."""
+
+    meeting: Meeting
+    bug: str
+
+
+def recognised(
+    reports: list[tuple[Path, dict[str, Any]]], baseline: Path | None = None
+) -> list[Recognition]:
+    """The reports' new findings that ``baseline`` knows as a filed bug.
+
+    A campaign reports as new what its baseline did not know; triage then
+    records many of them as forms of known bugs. Matching each finding
+    against today's baseline, as the campaign's own judge would (signature,
+    layer, the program's calls), counts them without rerunning anything. The
+    layer is the one the finding's repro located; a finding whose layer was
+    not located matches only entries recorded without one. ``baseline``:
+    the directory of entries to match against; by default the shipped one
+    of each report's torch (or the nearest release's).
+    """
+    from pytest_cgraph.failures import Failure
+    from pytest_cgraph.registry.entries import (
+        Registry,
+        baseline_dir,
+        nearest_baseline_dir,
+        program_ops,
+    )
+
+    registries: dict[Path, Registry] = {}
+    found = []
+    for path, data in reports:
+        version = str(data.get("torch") or "")
+        directory = baseline or baseline_dir(version) or nearest_baseline_dir(version)
+        if directory is None:
+            raise ValueError(f"{path}: no shipped baseline for torch {version!r}; name one")
+        if directory not in registries:
+            registries[directory] = Registry.load([directory])
+        firsts = _first_seconds(data)
+        for number, record in enumerate(data.get("failures") or [], start=1):
+            try:
+                failure = Failure.from_json(record)
+            except (KeyError, TypeError, ValueError) as error:
+                raise ValueError(
+                    f"{path}: failure {number} is not a failure record ({error!r})"
+                ) from None
+            known = registries[directory].match(
+                failure.difference,
+                lambda: record.get("layer"),  # noqa: B023 - called before the loop moves on
+                program_ops(failure.case.source),
+            )
+            if known is not None and known.bug is not None:
+                # As the report names it: a signature's key may have changed since.
+                signature = str(record.get("signature") or failure.signature)
+                meeting = Meeting(path, str(data.get("backend")), firsts.get(signature), signature)
+                found.append(Recognition(meeting, known.bug))
+    return found
+
+
+def _first_seconds(data: dict[str, Any]) -> dict[str, float]:
+    """Each signature's first time in a report's timeline."""
+    firsts: dict[str, float] = {}
+    for entry in data.get("timeline") or []:
+        firsts.setdefault(entry.get("signature"), entry.get("seconds"))
+    return firsts
+
+
+def _share(count: int, total: int) -> str:
+    return f"{count} ({100 * count / total:.1f} %)" if total else str(count)
+
+
+def _when(found: list[Meeting]) -> str:
+    return ", ".join(
+        f"{m.backend} {m.seconds:.0f} s" if m.seconds is not None else m.backend for m in found
+    )
+
+
+def reach(bugs: list[CorpusBug], paths: list[Path], baseline: Path | None = None) -> list[str]:
+    """Which reproducing corpus bugs the campaigns of ``paths`` met, and the rates.
+
+    Two counts, kept apart: the bugs the campaigns met as known hits (what
+    their baseline knew as they ran), and those met counting the new
+    findings that today's baseline (``baseline``; see :func:`recognised`)
+    knows as one of a corpus bug's known bugs, found by triage after the run.
+    """
     reports = [(path, json.loads(path.read_text())) for path in paths]
+    later = recognised(reports, baseline)
     distinct = [bug for bug in bugs if bug.status == "reproduces" and bug.duplicate_of is None]
     mapped = [bug for bug in distinct if bug.known_as]
     lines = []
-    met = 0
+    met = met_later = 0
     for bug in mapped:
         found = meetings(bug, reports)
+        known_later = [r.meeting for r in later if r.bug in bug.known_as]
         met += bool(found)
-        where = (
-            ", ".join(
-                f"{m.backend} {m.seconds:.0f} s" if m.seconds is not None else m.backend
-                for m in found
-            )
-            or "not met"
-        )
+        met_later += bool(found or known_later)
+        where = _when(found) or "not met"
+        if known_later and not found:
+            where += f" as run; by a new finding known now: {_when(known_later)}"
         lines.append(f"#{bug.issue:<7} {'/'.join(bug.known_as):<32} {where}")
     backends = sorted({str(data.get("backend")) for _, data in reports})
     lines.append(
@@ -290,8 +375,21 @@ def reach(bugs: list[CorpusBug], paths: list[Path]) -> list[str]:
         "have no known bug to be counted by (their gaps below; triage the reports' new "
         "findings against them)"
     )
+    lines.append(
+        f"met {met_later} of {len(mapped)} counting the reports' new findings "
+        "that today's baseline knows"
+    )
+    lines.append(
+        f"reach, of the {len(distinct)} distinct reproducing corpus bugs: "
+        f"{_share(met, len(distinct))} as run, {_share(met_later, len(distinct))} "
+        "counting those findings"
+    )
     new = sum(len(data.get("failures") or []) for _, data in reports)
-    lines.append(f"new findings in the reports, for that triage: {new}")
+    known_bugs = sorted({r.bug for r in later})
+    lines.append(
+        f"new findings in the reports: {new}; today's baseline knows {len(later)} of them "
+        f"({', '.join(known_bugs) or 'none'}); {new - len(later)} left for triage"
+    )
     unmapped = [bug for bug in distinct if not bug.known_as]
     why = Counter(bug.gap.split(":")[0] if bug.gap else "untriaged" for bug in unmapped)
     if unmapped:
@@ -313,6 +411,12 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--corpus", type=Path, default=CORPUS, help=argparse.SUPPRESS)
     met = commands.add_parser("reach", help="the corpus bugs campaigns' JSON reports met")
     met.add_argument("reports", nargs="+", type=Path, metavar="REPORT.json")
+    met.add_argument(
+        "--baseline",
+        type=Path,
+        help="the entries to match the reports' new findings against "
+        "(default: the shipped baseline of each report's torch)",
+    )
     met.add_argument("--corpus", type=Path, default=CORPUS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:
@@ -321,8 +425,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if args.command == "reach":
+        if args.baseline is not None and not args.baseline.is_dir():
+            print(f"error: --baseline {args.baseline}: not a directory of entries", file=sys.stderr)
+            return 2
         try:
-            lines = reach(bugs, args.reports)
+            lines = reach(bugs, args.reports, args.baseline)
         except (OSError, ValueError) as error:
             print(f"error: a report cannot be read: {error}", file=sys.stderr)
             return 2

@@ -11,6 +11,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import rediscovery
 
+from pytest_cgraph.failures import Case, Failure
+from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
+from pytest_cgraph.registry.entries import BASELINE_ROOT, read_entry, recorded_settings
+
 BUG = """
 [[bug]]
 issue = {issue}
@@ -79,6 +83,24 @@ def test_a_bad_corpus_file_is_one_line(
     assert err.startswith(f"error: {toml}: bug ") and said in err and err.count("\n") == 1
 
 
+#: A shipped entry whose crash message names its bug: a finding of it is known
+#: without a layer, by its signature and program alone.
+SHIPPED_ENTRY = (
+    BASELINE_ROOT
+    / "torch-2.13"
+    / (
+        "crash-compiled_backward-AssertionError-aot_autograd_does_not_yet_handle_non_dif_213564"
+        "-aot_eager.toml"
+    )
+)
+
+
+def finding(source: str, difference: Difference) -> dict[str, object]:
+    """A report's record of a new finding: its program and difference."""
+    case = Case(source=source, backend="aot_eager", device="cpu", iters=5, family="autograd")
+    return Failure(case, difference).to_json()
+
+
 def test_reach_counts_a_corpus_bug_met_through_its_known_bug(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -86,6 +108,8 @@ def test_reach_counts_a_corpus_bug_met_through_its_known_bug(
 
     root = corpus(tmp_path, (5, "reproduces", 1), (6, "reproduces", 1), (7, "reproduces", 1))
     toml = root / "area.toml"
+    entry = read_entry(SHIPPED_ENTRY)
+    assert entry is not None and entry.bug is not None
     text = toml.read_text().replace(
         'script = "scripts/gh5.py"\nstatus = "reproduces"\n',
         'script = "scripts/gh5.py"\nstatus = "reproduces"\nknown_as = ["expand-write-summed"]\n',
@@ -97,28 +121,90 @@ def test_reach_counts_a_corpus_bug_met_through_its_known_bug(
     toml.write_text(
         text.replace(
             'script = "scripts/gh6.py"\nstatus = "reproduces"\n',
-            'script = "scripts/gh6.py"\nstatus = "reproduces"\nknown_as = ["resize-view"]\n',
+            f'script = "scripts/gh6.py"\nstatus = "reproduces"\nknown_as = ["{entry.bug}"]\n',
         )
     )
+    # The run's baseline did not know the crash: it reported it as new; today's does.
+    header = SHIPPED_ENTRY.read_text().split("compiled backward: ", 1)[1].splitlines()[0]
+    exception_type, message = header.split(": ", 1)
+    crash = Difference(
+        Kind.CRASH,
+        1,
+        Place(Role.COMPILED, name="backward"),
+        exception_type=exception_type,
+        message=message,
+    )
+    assert crash.signature == entry.signature
+    program = str(recorded_settings(SHIPPED_ENTRY)["program"])
+    unknown = Difference(Kind.VALUE, 2, Place(Role.OUTPUT, index=0), detail="1 of 3 elements")
     report = tmp_path / "r.json"
     report.write_text(
         json.dumps(
             {
                 "backend": "aot_eager",
-                "timeline": [{"seconds": 12.5, "signature": "mutation-argument", "new": False}],
+                "torch": "2.13.0+cpu",
+                "timeline": [
+                    {"seconds": 12.5, "signature": "mutation-argument", "new": False},
+                    {"seconds": 40.2, "signature": crash.signature, "new": True},
+                ],
                 "known": [
                     {"signature": "mutation-argument", "bug": "expand-write-summed", "hits": 3}
                 ],
-                "failures": [{"signature": "value-output"}],
+                "failures": [finding(program, crash), finding(program, unknown)],
             }
         )
     )
     assert rediscovery.main(["reach", str(report), "--corpus", str(root)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["#5", "expand-write-summed", "aot_eager", "12", "s"]
-    assert out[1].split()[-2:] == ["not", "met"]
+    assert " ".join(out[1].split()[2:]) == (
+        "not met as run; by a new finding known now: aot_eager 40 s"
+    )
     assert out[2].startswith("met 1 of 2 corpus bugs mapped to a known bug, by 1 report(s)")
     assert "1 of the 3 distinct reproducing bugs have no known bug to be counted by" in out[2]
-    assert out[3] == "new findings in the reports, for that triage: 1"
-    assert out[4] == "why the unmapped cannot be counted: generator 1"
-    assert out[5].split() == ["#7", "generator:", "no", "module", "hooks"]
+    assert out[3] == "met 2 of 2 counting the reports' new findings that today's baseline knows"
+    assert out[4] == (
+        "reach, of the 3 distinct reproducing corpus bugs: 1 (33.3 %) as run, "
+        "2 (66.7 %) counting those findings"
+    )
+    assert out[5] == (
+        f"new findings in the reports: 2; today's baseline knows 1 of them ({entry.bug}); "
+        "1 left for triage"
+    )
+    assert out[6] == "why the unmapped cannot be counted: generator 1"
+    assert out[7].split() == ["#7", "generator:", "no", "module", "hooks"]
+
+
+def test_reach_matches_against_the_baseline_it_is_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty baseline knows nothing: every finding is left for triage."""
+    import json
+
+    root = corpus(tmp_path, (8, "reproduces", 1))
+    program = str(recorded_settings(SHIPPED_ENTRY)["program"])
+    crash = Difference(
+        Kind.CRASH, 1, Place(Role.COMPILED, name="call"), exception_type="RuntimeError", message="x"
+    )
+    report = tmp_path / "r.json"
+    report.write_text(json.dumps({"backend": "eager", "failures": [finding(program, crash)]}))
+    (tmp_path / "empty").mkdir()
+    args = ["reach", str(report), "--corpus", str(root), "--baseline", str(tmp_path / "empty")]
+    assert rediscovery.main(args) == 0
+    assert "today's baseline knows 0 of them (none); 1 left for triage" in capsys.readouterr().out
+    assert rediscovery.main([*args[:-1], str(tmp_path / "gone")]) == 2
+    assert capsys.readouterr().err.startswith("error: --baseline ")
+
+
+def test_a_report_whose_finding_is_not_a_record_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    root = corpus(tmp_path, (9, "reproduces", 1))
+    report = tmp_path / "r.json"
+    report.write_text(json.dumps({"torch": "2.13.0", "failures": [{"signature": "value-output"}]}))
+    assert rediscovery.main(["reach", str(report), "--corpus", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: a report cannot be read: ") and err.count("\n") == 1
+    assert "failure 1 is not a failure record" in err
