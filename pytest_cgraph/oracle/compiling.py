@@ -422,6 +422,24 @@ def saved_tensors_hooks_left_as_found() -> Iterator[None]:
             _autograd._saved_tensors_hooks_enable()
 
 
+@contextlib.contextmanager
+def ambient(grad_mode_name: str, autocast: str | None, device_type: str) -> Iterator[None]:
+    """What each call of a program runs under: its grad mode (``GRAD_MODE``) and, when
+    ``autocast`` names a dtype (``AUTOCAST``), an autocast of it on ``device_type``.
+
+    Mixed precision is how models train: Dynamo guards on the autocast state
+    it finds and AOTAutograd traces under it, while eager decides per op at
+    run time; a region of the program that sets autocast otherwise (turns it
+    off for a precise matmul) is where the two may part.
+    """
+    with grad_mode(grad_mode_name):
+        if autocast is None:
+            yield
+            return
+        with torch.autocast(device_type, dtype=getattr(torch, autocast)):
+            yield
+
+
 def grad_mode(name: str) -> AbstractContextManager[Any]:
     """The ambient grad mode a program's calls run under (the protocol's ``GRAD_MODE``)."""
     if name == "no_grad":

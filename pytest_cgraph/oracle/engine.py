@@ -34,13 +34,13 @@ from pytest_cgraph.oracle.compare import (
 from pytest_cgraph.oracle.compiling import (
     Backend,
     DeviceOps,
+    ambient,
     captured_graph_count,
     collect_compile_evidence,
     comparable_inductor,
     compile_context_left_as_found,
     compiled_autograd_engine,
     device_ops_for,
-    grad_mode,
     mark_step,
     reset_compiler_state,
     saved_tensors_hooks_left_as_found,
@@ -98,6 +98,8 @@ class CheckSettings:
     ops: DeviceOps | None = None
     compiled_autograd: bool = False
     grad_mode: str = "grad"
+    #: The dtype of an autocast around each call (the protocol's ``AUTOCAST``), or ``None``.
+    autocast: str | None = None
     #: A floating difference counts only if compiled strays further from a
     #: float64 run of eager than eager does (:mod:`~pytest_cgraph.oracle.rounding`).
     float64_reference: bool = True
@@ -186,6 +188,7 @@ def check_source(
             seed=seed,
             compiled_autograd=spec.compiled_autograd,
             grad_mode=spec.grad_mode,
+            autocast=spec.autocast,
         )
         compiled = None
         if spec.compiled_names != (PROGRAM,):
@@ -535,7 +538,8 @@ def _run_side(
     if side.compiled and settings.backend.uses_cudagraphs:
         mark_step()
     try:
-        with grad_mode(settings.grad_mode):
+        device_type = settings.device.type if settings.device is not None else "cpu"
+        with ambient(settings.grad_mode, settings.autocast, device_type):
             if side.compiled:
                 result = side.fn(*pytree.tree_unflatten(side.flat, spec))
             else:

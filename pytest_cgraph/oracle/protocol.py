@@ -17,7 +17,11 @@ by the campaign, by a marked test's repro, by a repro file. The source binds
   plain Python glue with those names bound to their compiled versions):
   several compiled functions chained, as CUDA-graph trees see them;
 - ``GRAD_MODE``: ``"grad"``, ``"no_grad"`` or ``"inference_mode"`` around
-  each call of ``program`` on both sides.
+  each call of ``program`` on both sides;
+- ``AUTOCAST``: ``"bfloat16"`` or ``"float16"``: an autocast of that dtype,
+  on the program's device, around each call of ``program`` on both sides (a
+  mixed-precision forward); the backward the harness runs after a call is
+  outside it, as a training step's is.
 
 Producers (the generator, a marked test's writer) spell the names through
 the constants here; consumers read them through :class:`ProgramSpec`.
@@ -46,8 +50,12 @@ ATOL = "ATOL"
 COMPILE = "COMPILE"
 GRAD_MODE = "GRAD_MODE"
 
+AUTOCAST = "AUTOCAST"
+
 #: Values ``GRAD_MODE`` may take.
 GRAD_MODES = ("grad", "no_grad", "inference_mode")
+#: Values ``AUTOCAST`` may take (absent, or ``None``: no autocast).
+AUTOCAST_DTYPES = ("bfloat16", "float16")
 
 DEFAULT_ITERS = 5
 
@@ -72,6 +80,8 @@ class ProgramSpec:
     atol: float | None
     compiled_names: tuple[str, ...]
     grad_mode: str
+    #: The dtype of the autocast around each call (``AUTOCAST``), or ``None``.
+    autocast: str | None = None
 
     @property
     def program(self) -> Any:
@@ -101,6 +111,11 @@ class ProgramSpec:
         grad_mode = namespace.get(GRAD_MODE, "grad")
         if grad_mode not in GRAD_MODES:
             raise ProgramSourceError(f"{GRAD_MODE} must be one of {GRAD_MODES}, got {grad_mode!r}")
+        autocast = namespace.get(AUTOCAST)
+        if autocast is not None and autocast not in AUTOCAST_DTYPES:
+            raise ProgramSourceError(
+                f"{AUTOCAST} must be one of {AUTOCAST_DTYPES} or None, got {autocast!r}"
+            )
         return cls(
             namespace=namespace,
             iters=int(namespace.get(ITERS, DEFAULT_ITERS)),
@@ -110,6 +125,7 @@ class ProgramSpec:
             atol=namespace.get(ATOL),
             compiled_names=compiled,
             grad_mode=grad_mode,
+            autocast=autocast,
         )
 
 

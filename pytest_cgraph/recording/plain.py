@@ -50,6 +50,7 @@ from pytest_cgraph.oracle.difference import Difference, Kind, Role
 from pytest_cgraph.oracle.protocol import (
     ADVANCE,
     ATOL,
+    AUTOCAST,
     COMPILE,
     COMPILED_AUTOGRAD,
     FRESH_INPUTS,
@@ -68,7 +69,7 @@ from pytest_cgraph.registry.repro_files import FAILURE, header_value
 
 #: Protocol names a script has no use for: it states their effect directly.
 _PROTOCOL_CONSTANTS = frozenset(
-    {ITERS, FRESH_INPUTS, COMPILE, GRAD_MODE, COMPILED_AUTOGRAD, RTOL, ATOL}
+    {ITERS, FRESH_INPUTS, COMPILE, GRAD_MODE, AUTOCAST, COMPILED_AUTOGRAD, RTOL, ATOL}
 )
 
 #: Names the script binds itself; an inlined ``inputs`` body must not rebind them.
@@ -527,6 +528,8 @@ class Facts:
     compiled_names: tuple[str, ...]
     grad_mode: str
     compiled_autograd: bool
+    #: The dtype of the autocast around each call (``AUTOCAST``), or ``None``.
+    autocast: str | None
     rtol: float | None
     atol: float | None
     has_advance: bool
@@ -583,7 +586,7 @@ def eager_facts(source: str) -> Facts:
     import torch.utils._pytree as pytree
 
     from pytest_cgraph.oracle.cloning import clone_arguments, is_stateful_object, named_state
-    from pytest_cgraph.oracle.compiling import grad_mode
+    from pytest_cgraph.oracle.compiling import ambient
     from pytest_cgraph.oracle.engine import argument_names, watching_backward
     from pytest_cgraph.oracle.protocol import ProgramSpec, forget_source, load_source
 
@@ -632,7 +635,11 @@ def eager_facts(source: str) -> Facts:
         args = pytree.tree_unflatten(copies, pytree.tree_flatten(base)[1])
         torch.manual_seed(1)
         seeded = torch.get_rng_state()
-        with grad_mode(spec.grad_mode), watching_backward() as watch:
+        device_type = next(
+            (t.device.type for t in pytree.tree_leaves(base) if isinstance(t, torch.Tensor)),
+            "cpu",
+        )
+        with ambient(spec.grad_mode, spec.autocast, device_type), watching_backward() as watch:
             result = spec.program(*args)
         draws_random = not torch.equal(seeded, torch.get_rng_state())
         mutates = any(t._version != v for t, v in zip(observed, versions, strict=True))
@@ -673,6 +680,7 @@ def eager_facts(source: str) -> Facts:
             compiled_names=spec.compiled_names,
             grad_mode=spec.grad_mode,
             compiled_autograd=spec.compiled_autograd,
+            autocast=spec.autocast,
             rtol=spec.rtol,
             atol=spec.atol,
             has_advance=spec.advance is not None,
@@ -902,10 +910,13 @@ class _Writer:
         if self.plan.seed:
             lines.append(f"torch.manual_seed({k})")
         call = f"{out} = {f}(*{args})"
-        if self.facts.grad_mode == "no_grad":
-            lines += ["with torch.no_grad():", f"    {call}"]
-        elif self.facts.grad_mode == "inference_mode":
-            lines += ["with torch.inference_mode():", f"    {call}"]
+        contexts = {"no_grad": ["torch.no_grad()"], "inference_mode": ["torch.inference_mode()"]}
+        around = contexts.get(self.facts.grad_mode, [])
+        if self.facts.autocast is not None:
+            device_type = self.finding.device.split(":")[0]
+            around.append(f'torch.autocast("{device_type}", dtype=torch.{self.facts.autocast})')
+        if around:
+            lines += [f"with {', '.join(around)}:", f"    {call}"]
         else:
             lines.append(call)
         roots = self.facts.roots

@@ -562,6 +562,15 @@ def program_ops(source: str) -> frozenset[str]:
                 and isinstance(sub.func, ast.Attribute)
                 and _HOOK_REGISTRATION.fullmatch(sub.func.attr)
             )
+    # An autocast around every call (``AUTOCAST = "bfloat16"``) changes what
+    # each op computes in without the program making a call: a pseudo-op.
+    if any(
+        isinstance(node, ast.Assign)
+        and any(isinstance(target, ast.Name) and target.id == AUTOCAST for target in node.targets)
+        and not (isinstance(node.value, ast.Constant) and node.value.value is None)
+        for node in tree.body
+    ):
+        ops.add(AUTOCAST)
     # Compiling in stages splits the graph where the program says so, which
     # is a cause of its own: the pseudo-op says the program was staged.
     return frozenset((ops - stages) | ({STAGED} if stages else set()))
@@ -750,6 +759,8 @@ STAGED = "COMPILE"
 INPUTS_BY_CALL = "INPUTS_BY_CALL"
 #: ... for a program whose outputs or state feed the next call (``advance``).
 ADVANCED = "ADVANCE"
+#: ... for a program run under an autocast (``AUTOCAST = "bfloat16"``).
+AUTOCAST = "AUTOCAST"
 #: ... for an assignment to a tensor's ``.data`` (``a0.data = ...``): no call, but
 #: a cause of its own (Dynamo traces it as ``set_`` of a graph input).
 DATA_ASSIGNED = ".data="

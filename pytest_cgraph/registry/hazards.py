@@ -125,6 +125,7 @@ TRANSFER = frozenset(
         "type",
         "type_as",
         "autocast",
+        "AUTOCAST",  # the program runs under an autocast (program_ops' pseudo-op)
         "contiguous",
     }
 )

@@ -20,8 +20,7 @@ import torch
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from pytest_cgraph.oracle.compiling import grad_mode
-from pytest_cgraph.oracle.protocol import GRAD_MODES
+from pytest_cgraph.oracle.compiling import ambient
 from pytest_cgraph.strategies.ops import (
     FAMILIES,
     Context,
@@ -96,7 +95,11 @@ _ONE_IN_EIGHT = st.integers(0, 7)
 _WIDE = st.integers(0, 1023)
 _SHAPES = st.lists(st.integers(1, 3), min_size=1, max_size=3)
 _DTYPE = st.sampled_from(_DTYPES)
-_GRAD_MODE = st.sampled_from(GRAD_MODES)
+#: What runs around every call when a program draws an ambient context: a
+#: bfloat16 autocast (mixed precision; first, where the caller's own grad mode
+#: stood before it, so that other programs draw as they did), no_grad or
+#: inference_mode.
+_AMBIENT = st.sampled_from(("autocast", "no_grad", "inference_mode"))
 _OPTIMIZER = st.sampled_from(OPTIMIZERS)
 _MODULE_HOOK = st.sampled_from(MODULE_HOOKS)
 _LAYOUT = st.sampled_from(LAYOUTS)
@@ -203,8 +206,10 @@ def _programs(
     # Two separately compiled functions, the second taking over at a drawn
     # statement (clamped to the statements kept), one time in four.
     chain_at = draw(st.integers(1, max_statements)) if draw(_ONE_IN_FOUR) == 3 else 0
-    # An ambient no_grad or inference_mode around every call, one time in four.
-    mode = draw(_GRAD_MODE) if draw(_ONE_IN_FOUR) == 3 else "grad"
+    # An ambient autocast, no_grad or inference_mode around every call, one time in four.
+    mode = draw(_AMBIENT) if draw(_ONE_IN_FOUR) == 3 else "grad"
+    autocast = "bfloat16" if mode == "autocast" else None
+    mode = "grad" if mode == "autocast" else mode
     inputs = draw(_input_specs(family, max_inputs, schedule))
     draft = Program(family, inputs, (), (inputs[0].name,), schedule, iters)
     namespace: dict[str, Any] = {"torch": torch, "random": random}
@@ -229,7 +234,7 @@ def _programs(
         # it is used whenever it is drawn; deleting the argument deletes the
         # call. Drawn under the mode the calls will run under: torch judges
         # each statement as the program will meet it.
-        with grad_mode(mode):
+        with ambient(mode, autocast, torch.device(device).type):
             opening = _module_calls(variables, env)
             basic, own = ops_for(family, device)
             opening += _holder_steps(draw, own, variables, env)
@@ -257,6 +262,7 @@ def _programs(
         module_hook=module_hook,
         chain_at=max(0, min(chain_at, len(statements) - 1)),
         grad_mode=mode,
+        autocast=autocast,
         features=frozenset({f"family:{family}", *features}),
     )
 

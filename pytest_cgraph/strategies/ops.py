@@ -960,7 +960,17 @@ def _autocast(ctx: Context) -> tuple[list[str], bool]:
         if ctx.t.dim() >= 2
         else f"{ctx.x}.unsqueeze(-1) @ {ctx.x}.unsqueeze(0)"
     )
-    lines = ['with torch.autocast("cpu", dtype=torch.bfloat16):', f"    {ctx.new_name} = {product}"]
+    # A bfloat16 region, or one that turns autocast off (a precise matmul inside
+    # a mixed-precision forward, when the program runs under AUTOCAST).
+    region = (
+        "dtype=torch.bfloat16"
+        if ctx.draw(st.sampled_from(["bfloat16", "off"])) == "bfloat16"
+        else "enabled=False"
+    )
+    lines = [
+        f'with torch.autocast("{ctx.t.device.type}", {region}):',
+        f"    {ctx.new_name} = {product}",
+    ]
     then = ctx.draw(st.sampled_from(["", "result", "target"]))
     if then == "result":
         lines.append(f"    {ctx.new_name}.add_(1)")

@@ -149,6 +149,7 @@ class Program:
     #: outputs, as CUDA-graph trees see one graph's outputs feed the next's.
     chain_at: int = 0
     grad_mode: str = "grad"  # the ambient mode each call runs under (protocol's GRAD_MODE)
+    autocast: str | None = None  # an autocast's dtype around each call (protocol's AUTOCAST)
     features: frozenset[str] = field(default_factory=frozenset)
 
     def __repr__(self) -> str:
@@ -177,6 +178,8 @@ class Program:
             found.add("chained_compiles")
         if self.grad_mode != "grad":
             found.add(f"grad_mode:{self.grad_mode}")
+        if self.autocast is not None:
+            found.add(f"autocast:{self.autocast}")
         if self.schedule == "module_hooks":
             found.add("module_hook:" + self.module_hook.split("(")[0].removeprefix("register_"))
         for spec in self.inputs:
@@ -330,6 +333,7 @@ class Program:
             *([f"{protocol.COMPILED_AUTOGRAD} = True"] if self.compiled_autograd else []),
             *([f"{protocol.COMPILE} = {STAGES!r}"] if self.chained else []),
             *([f"{protocol.GRAD_MODE} = {self.grad_mode!r}"] if self.grad_mode != "grad" else []),
+            *([f"{protocol.AUTOCAST} = {self.autocast!r}"] if self.autocast is not None else []),
             "",
         ]
         return "\n".join(parts)

@@ -369,6 +369,16 @@ def crash_with_threads(n: int, run: Callable[..., Any], args: Sequence[Any], sta
 
 CRASH_WITH_THREADS = ReplayBackend("faulty_crash_with_threads", crash_with_threads)
 
+
+def autocast_escaped(n: int, run: Callable[..., Any], args: Sequence[Any], state: dict) -> Any:
+    """Every call runs the graph with autocast off, whatever the caller set around it:
+    a compiled matmul under a bfloat16 autocast comes back in float32."""
+    with torch.autocast("cpu", enabled=False):
+        return run(*args)
+
+
+AUTOCAST_ESCAPED = ReplayBackend("faulty_autocast_escaped", autocast_escaped)
+
 _registered = set(torch._dynamo.list_backends(exclude_tags=()))
 for _name, _backend in [
     *((f"faulty_{case.name}", case.backend) for case in FAULTS),
@@ -376,6 +386,7 @@ for _name, _backend in [
     ("faulty_two_faults", TWO_FAULTS),
     ("faulty_crash_on_replay", CRASH_ON_REPLAY),
     ("faulty_crash_with_threads", CRASH_WITH_THREADS),
+    ("faulty_autocast_escaped", AUTOCAST_ESCAPED),
 ]:
     if _name not in _registered:
         register_backend(_backend, name=_name)

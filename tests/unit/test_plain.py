@@ -349,3 +349,17 @@ def test_torch_log_records_are_left_out_of_what_the_script_printed() -> None:
     assert plain._LOG.match(log)
     assert not plain._LOG.match("eager:    True")
     assert not plain._LOG.match("AssertionError")
+
+
+def test_a_program_run_under_autocast_becomes_a_script_that_calls_under_it() -> None:
+    # aot-autocast-off-region-backward-low-precision: the backward after the call,
+    # outside the autocast, is where the two differ.
+    entry = BASELINE / "grad-grad-aot_eager-9.toml"
+    assert "AUTOCAST = 'bfloat16'" in entry.read_text()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = make_plain(entry)
+    assert result.verified, (result.verdict, result.attempts, result.script)
+    assert result.script is not None and "AUTOCAST" not in result.script
+    call = 'with torch.autocast("cpu", dtype=torch.bfloat16):\n    actual = compiled_fn('
+    assert call in result.script

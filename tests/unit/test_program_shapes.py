@@ -388,6 +388,55 @@ def test_the_ambient_grad_mode_is_around_both_sides_calls() -> None:
     assert "GRAD_MODE = 'no_grad'" in drawn.render()
 
 
+AUTOCAST_PROBE = """
+import torch
+
+
+def program(a0):
+    v0 = a0 @ a0.mT
+    assert v0.dtype is torch.bfloat16, v0.dtype
+    return (v0,)
+
+
+def inputs(k):
+    return (torch.ones(2, 3, requires_grad=True),)
+
+
+AUTOCAST = {dtype!r}
+"""
+
+
+def test_an_ambient_autocast_is_around_both_sides_calls() -> None:
+    from pytest_cgraph.oracle.errors import InvalidProgram
+
+    check_source(AUTOCAST_PROBE.format(dtype="bfloat16"), backend="aot_eager", iters=2)
+    with pytest.raises(InvalidProgram):
+        check_source(AUTOCAST_PROBE.format(dtype=None), backend="aot_eager", iters=2)
+    drawn = program(statement("v0 = a0 * 2", defines="v0"), outputs=("v0",), autocast="bfloat16")
+    assert "AUTOCAST = 'bfloat16'" in drawn.render()
+    assert "autocast:bfloat16" in drawn.all_features()
+
+
+def test_a_backend_that_drops_the_ambient_autocast_is_caught() -> None:
+    """The compiled side's calls run under the autocast too: one that escapes it
+    computes the matmul in float32, and the output's dtype tells."""
+    from pytest_cgraph import EquivalenceError
+
+    source = AUTOCAST_PROBE.format(dtype="bfloat16").replace(
+        "    assert v0.dtype is torch.bfloat16, v0.dtype\n", ""
+    )
+    with pytest.raises(EquivalenceError) as caught:
+        check_source(source, backend="faulty_autocast_escaped", iters=2)
+    assert caught.value.difference.kind is Kind.METADATA
+
+
+def test_an_autocast_value_that_is_no_dtype_is_one_line() -> None:
+    from pytest_cgraph.oracle.protocol import ProgramSourceError
+
+    with pytest.raises(ProgramSourceError, match=r"^AUTOCAST must be one of \('bfloat16', "):
+        check_source(AUTOCAST_PROBE.format(dtype="int8"), backend="aot_eager", iters=2)
+
+
 def _rebinding(source: str) -> str:
     return f"""
 import torch

@@ -13,6 +13,7 @@ import pytest
 
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role, error_in_headline
 from pytest_cgraph.registry.entries import (
+    AUTOCAST,
     BUGS_FILE,
     DATA_ASSIGNED,
     MODULE_CALL,
@@ -274,6 +275,13 @@ def test_a_call_of_a_module_argument_is_its_class_not_its_name() -> None:
 def test_a_data_assignment_is_an_op() -> None:
     source = "def program(a0):\n    a0.data = a0.data * 2\n    return (a0,)\n"
     assert program_ops(source) == frozenset({DATA_ASSIGNED})
+
+
+def test_an_ambient_autocast_is_an_op() -> None:
+    source = "def program(a0):\n    return (a0 @ a0.mT,)\n"
+    assert AUTOCAST in program_ops(source + "AUTOCAST = 'bfloat16'\n")
+    assert AUTOCAST not in program_ops(source + "AUTOCAST = None\n")
+    assert AUTOCAST not in program_ops(source)
 
 
 COUNTER = "import torch\n" + TEMPLATES["Counter()"]

@@ -104,6 +104,7 @@ def test_every_op_and_family_is_drawn(sample: list[Program]) -> None:
         "chained_compiles",
         "grad_mode:no_grad",
         "grad_mode:inference_mode",
+        "autocast:bfloat16",
         "layout:nonleaf",
         "dtype:float16",
         "dtype:bfloat16",
@@ -457,3 +458,14 @@ def test_autograd_grad_is_drawn_against_intermediates_and_with_create_graph() ->
     assert any("create_graph=True" in line for line in calls)
     # With respect to a value the program computed (v0, v1, ...), not an input.
     assert any(re.search(r"\.sum\(\), v\d+,", line) for line in calls)
+
+
+def test_an_autocast_region_is_drawn_on_or_off_and_under_an_ambient_autocast(
+    sample: list[Program],
+) -> None:
+    """A region that turns autocast off only matters under one around the call: both
+    are drawn, and together (a precise matmul in a mixed-precision forward)."""
+    regions = [p.render() for p in sample if "autocast" in p.all_features()]
+    assert any("enabled=False):" in source for source in regions)
+    assert any("dtype=torch.bfloat16):" in source for source in regions)
+    assert any(p.autocast == "bfloat16" and "enabled=False):" in p.render() for p in sample)
