@@ -20,6 +20,8 @@ told only when every rung below that one agrees with eager: a lower rung
 that fails differently (a grad lost where the failure is a crash, another
 message) shows another bug, which may hide this one on that rung, so
 whether the failure is there cannot be told, and neither can the layer.
+A rung whose first difference comes at a later iteration than the
+failure's agreed with eager through the failure's iteration: it agrees.
 Walking past such a rung as if it agreed would blame a higher layer (and
 call a bug "CUDA-graph path specific") on no evidence.
 """
@@ -92,11 +94,17 @@ class Rung:
 
         A rung whose eager side turned invalid agrees if it was compared past
         the failure's iteration; one stopped at or before that iteration
-        never reached it, so it says nothing either way.
+        never reached it, so it says nothing either way. So does a rung whose
+        first difference is another one at a later iteration: every iteration
+        up to the failure's agreed with eager there (a hook registered
+        between calls that Dynamo's capture misses from call 2 on, under a
+        failure of call 1).
         """
         if self.difference is not None:
             if like is None or self.difference.signature == like.signature:
                 return Standing.SHOWS
+            if self._differs_after(like):
+                return Standing.AGREES
             return Standing.OTHER
         if self.invalid is not None and like is not None and self._stopped_before(like):
             return Standing.OTHER
@@ -115,9 +123,25 @@ class Rung:
             return said
         if self.difference is None:
             return "agrees with eager"
+        if like is not None and self._differs_after(like):
+            return (
+                f"agrees with eager up to iteration {like.iteration}, the failure's; "
+                f"then fails differently ({self.difference.signature}): "
+                f"{self.difference.headline()}"
+            )
         if self.standing(like) is Standing.OTHER:
             return f"fails differently ({self.difference.signature}): {self.difference.headline()}"
         return self.difference.headline()
+
+    def _differs_after(self, like: Difference) -> bool:
+        """This rung's first difference is another one, at an iteration after ``like``'s
+        (a hang or a dead process has no iteration: it may hide any)."""
+        return (
+            self.difference is not None
+            and self.difference.signature != like.signature
+            and like.iteration > 0
+            and self.difference.iteration > like.iteration
+        )
 
     def _stopped_before(self, like: Difference) -> bool:
         """Eager's run on this rung turned invalid before it reached ``like``'s iteration."""

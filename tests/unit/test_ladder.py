@@ -277,6 +277,27 @@ def test_a_rung_whose_eager_turned_invalid_agrees_only_up_to_that_iteration() ->
     assert "at iteration 3, so it never compared iteration 3" in later.verdict(_value(3))
 
 
+def test_a_rung_failing_differently_only_after_the_failure_s_iteration_agrees() -> None:
+    """Eager's rung misses a hook registered after call 1 (a value difference from
+    call 2 on); the failure, at call 1, is aot_eager's: that rung agreed through it."""
+    later = ladder.Rung("eager", _value(2))
+    aliasing = Difference(Kind.ALIASING, 1, Place(Role.ALIASING, index=1))
+    assert later.standing(aliasing) is ladder.Standing.AGREES
+    assert ladder.locate([later, ladder.Rung("aot_eager", aliasing)], aliasing) == (
+        ladder.Location("aot_eager")
+    )
+    assert later.verdict(aliasing).startswith(
+        "agrees with eager up to iteration 1, the failure's; then fails differently (value-"
+    )
+    # A failure at the rung's iteration, or after it: another difference may hide it.
+    for iteration in (2, 3):
+        same_time = Difference(Kind.ALIASING, iteration, Place(Role.ALIASING, index=1))
+        assert later.standing(same_time) is ladder.Standing.OTHER
+    # A hang or a dead process names no iteration: nothing is known to agree.
+    hang = Difference(Kind.TIMEOUT, 0, Place(Role.PROGRAM))
+    assert later.standing(hang) is ladder.Standing.OTHER
+
+
 def test_no_rung_showing_the_failure_names_no_layer_and_says_so() -> None:
     location = ladder.locate([ladder.Rung("eager"), ladder.Rung("aot_eager")], _value())
     assert location == ladder.Location(None)
