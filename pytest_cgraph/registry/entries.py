@@ -439,7 +439,8 @@ def program_ops(source: str) -> frozenset[str]:
     """The names of what ``program`` calls: ``a0.squeeze_(0)`` gives ``squeeze_``,
     ``torch.nn.functional.dropout(...)`` gives ``dropout``; its subscripts give
     pseudo-ops (``a0[::2]``: ``[:]``, ``a0[0]``: ``[i]``, ``a0[mask]``: ``[t]``,
-    ``a0[i] = v``: ``[]=``), and so do a ``.data`` assignment (``.data=``) and a
+    ``a0[i] = v``: ``[]=``), and so do a view spelled as an attribute
+    (``a0.mT``: ``mT``), a ``.data`` assignment (``.data=``) and a
     call of one of its own arguments, a module: ``m1(a0)`` gives the class
     ``inputs`` builds it from (``Counter()``), not the argument's name, which
     says nothing (the same module is ``m1`` in one program and ``m2`` in the
@@ -514,6 +515,8 @@ def program_ops(source: str) -> frozenset[str]:
                     ops.add(modules[node.func.id])
                 elif isinstance(node.func, ast.Name) and node.func.id not in _BUILTIN_CALLS:
                     ops.add(node.func.id)
+            elif isinstance(node, ast.Attribute) and node.attr in ATTRIBUTE_VIEWS:
+                ops.add(node.attr)  # a0.mT: a view spelled as an attribute
             elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                 if node.value.id in objects:
                     # State read or written on an object argument (h1.count):
@@ -741,6 +744,10 @@ def _is_int_constant(node: ast.expr) -> bool:
         node = node.operand
     return isinstance(node, ast.Constant) and isinstance(node.value, int)
 
+
+#: Views a program takes by reading an attribute (``a0.mT``), not by a call:
+#: each is an op of the program, as ``transpose`` is.
+ATTRIBUTE_VIEWS = frozenset({"T", "mT", "H", "mH"})
 
 #: What :func:`program_ops` adds for a program compiled in stages (``COMPILE``).
 #: Errors autograd raises from its own checks, whatever compiled the program:

@@ -277,6 +277,11 @@ def test_a_data_assignment_is_an_op() -> None:
     assert program_ops(source) == frozenset({DATA_ASSIGNED})
 
 
+def test_a_view_read_as_an_attribute_is_an_op() -> None:
+    source = "def program(a0):\n    v0 = a0 @ a0.mT\n    a0.mul_(2)\n    return (v0, a0.T.sum())\n"
+    assert program_ops(source) == frozenset({"mT", "T", "mul_", "sum"})
+
+
 def test_an_ambient_autocast_is_an_op() -> None:
     source = "def program(a0):\n    return (a0 @ a0.mT,)\n"
     assert AUTOCAST in program_ops(source + "AUTOCAST = 'bfloat16'\n")
