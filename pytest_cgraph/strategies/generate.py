@@ -234,7 +234,12 @@ def _programs(
         # it is used whenever it is drawn; deleting the argument deletes the
         # call. Drawn under the mode the calls will run under: torch judges
         # each statement as the program will meet it.
-        with ambient(mode, autocast, torch.device(device).type):
+        # The autocast's device is the one the draft's tensors are on (the
+        # checking run moves them to the run's device, and sets it there).
+        draft_device = next(
+            (v.value.device.type for v in variables if isinstance(v.value, torch.Tensor)), "cpu"
+        )
+        with ambient(mode, autocast, draft_device):
             opening = _module_calls(variables, env)
             basic, own = ops_for(family, device)
             opening += _holder_steps(draw, own, variables, env)
