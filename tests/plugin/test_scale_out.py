@@ -176,14 +176,15 @@ def test_snapshot_reports_do_not_pile_up_on_the_controller(pytester: pytest.Pyte
     pytester.makeconftest(FAST_SNAPSHOTS + COUNT_SETUP_REPORTS)
     result = pytester.runpytest_subprocess(
         "--cgraph", "-p", "no:cacheprovider", "--cgraph-backend=aot_eager",
-        "--cgraph-families=views", "--cgraph-duration=12s", "--cgraph-seed=7", "-n", "1",
+        "--cgraph-families=views", "--cgraph-duration=30s", "--cgraph-seed=7", "-n", "1",
     )  # fmt: skip
     line = next(line for line in result.outlines if line.startswith("passed setups seen"))
     seen, kept = (int(word.strip(",")) for word in line.split()[3::2])
     # a snapshot after each program 0.2 s after the last, each a passed setup report:
-    # one kept at most,
-    # beside the item's own setup report (and its teardown's)
-    assert seen >= 5 and kept <= 3, line
+    # one kept at most, beside the item's own setup report (and its teardown's). Two
+    # snapshots seen (four reports) tell a pile-up; a loaded machine checks few
+    # programs in the box (3 in 12 s on a busy CI run), so the box is 30 s.
+    assert seen >= 4 and kept <= 3, line
 
 
 def test_a_controller_killed_mid_run_leaves_a_valid_report(pytester: pytest.Pytester) -> None:
