@@ -18,7 +18,7 @@ import logging
 import re
 import types
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -438,6 +438,12 @@ def ambient(grad_mode_name: str, autocast: str | None, device_type: str) -> Iter
             return
         with torch.autocast(device_type, dtype=getattr(torch, autocast)):
             yield
+
+
+def device_type_of(values: Iterable[Any]) -> str:
+    """The device type of the first tensor among ``values`` (``"cpu"`` with none): where
+    an ambient autocast applies to a run over them."""
+    return next((v.device.type for v in values if isinstance(v, torch.Tensor)), "cpu")
 
 
 def grad_mode(name: str) -> AbstractContextManager[Any]:

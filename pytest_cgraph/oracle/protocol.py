@@ -49,7 +49,6 @@ RTOL = "RTOL"
 ATOL = "ATOL"
 COMPILE = "COMPILE"
 GRAD_MODE = "GRAD_MODE"
-
 AUTOCAST = "AUTOCAST"
 
 #: Values ``GRAD_MODE`` may take.

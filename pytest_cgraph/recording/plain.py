@@ -586,7 +586,7 @@ def eager_facts(source: str) -> Facts:
     import torch.utils._pytree as pytree
 
     from pytest_cgraph.oracle.cloning import clone_arguments, is_stateful_object, named_state
-    from pytest_cgraph.oracle.compiling import ambient
+    from pytest_cgraph.oracle.compiling import ambient, device_type_of
     from pytest_cgraph.oracle.engine import argument_names, watching_backward
     from pytest_cgraph.oracle.protocol import ProgramSpec, forget_source, load_source
 
@@ -635,10 +635,7 @@ def eager_facts(source: str) -> Facts:
         args = pytree.tree_unflatten(copies, pytree.tree_flatten(base)[1])
         torch.manual_seed(1)
         seeded = torch.get_rng_state()
-        device_type = next(
-            (t.device.type for t in pytree.tree_leaves(base) if isinstance(t, torch.Tensor)),
-            "cpu",
-        )
+        device_type = device_type_of(pytree.tree_leaves(base))
         with ambient(spec.grad_mode, spec.autocast, device_type), watching_backward() as watch:
             result = spec.program(*args)
         draws_random = not torch.equal(seeded, torch.get_rng_state())

@@ -464,13 +464,12 @@ def program_ops(source: str) -> frozenset[str]:
         return frozenset()
     # A program compiled in stages (``COMPILE = ("stage0", "stage1")``) does
     # its work in the stages; ``program`` is the glue that calls them.
+    compile_names = _module_constant(tree, "COMPILE")
     stages = {
         element.value
-        for node in tree.body
-        if isinstance(node, ast.Assign)
-        and any(isinstance(target, ast.Name) and target.id == "COMPILE" for target in node.targets)
-        and isinstance(node.value, (ast.Tuple, ast.List))
-        for element in node.value.elts
+        for element in (
+            compile_names.elts if isinstance(compile_names, (ast.Tuple, ast.List)) else ()
+        )
         if isinstance(element, ast.Constant) and isinstance(element.value, str)
     }
     programs = [
@@ -567,16 +566,25 @@ def program_ops(source: str) -> frozenset[str]:
             )
     # An autocast around every call (``AUTOCAST = "bfloat16"``) changes what
     # each op computes in without the program making a call: a pseudo-op.
-    if any(
-        isinstance(node, ast.Assign)
-        and any(isinstance(target, ast.Name) and target.id == AUTOCAST for target in node.targets)
-        and not (isinstance(node.value, ast.Constant) and node.value.value is None)
-        for node in tree.body
-    ):
+    autocast = _module_constant(tree, AUTOCAST)
+    if autocast is not None and not (isinstance(autocast, ast.Constant) and autocast.value is None):
         ops.add(AUTOCAST)
     # Compiling in stages splits the graph where the program says so, which
     # is a cause of its own: the pseudo-op says the program was staged.
     return frozenset((ops - stages) | ({STAGED} if stages else set()))
+
+
+def _module_constant(tree: ast.Module, name: str) -> ast.expr | None:
+    """The value a source assigns to ``name`` at module level (``COMPILE = (...)``), if any."""
+    return next(
+        (
+            node.value
+            for node in tree.body
+            if isinstance(node, ast.Assign)
+            and any(isinstance(target, ast.Name) and target.id == name for target in node.targets)
+        ),
+        None,
+    )
 
 
 #: A hook registration's method name (``register_forward_hook``, ``register_hook``, ...).

@@ -20,7 +20,7 @@ import torch
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from pytest_cgraph.oracle.compiling import ambient
+from pytest_cgraph.oracle.compiling import ambient, device_type_of
 from pytest_cgraph.strategies.ops import (
     FAMILIES,
     Context,
@@ -236,10 +236,7 @@ def _programs(
         # each statement as the program will meet it.
         # The autocast's device is the one the draft's tensors are on (the
         # checking run moves them to the run's device, and sets it there).
-        draft_device = next(
-            (v.value.device.type for v in variables if isinstance(v.value, torch.Tensor)), "cpu"
-        )
-        with ambient(mode, autocast, draft_device):
+        with ambient(mode, autocast, device_type_of(values)):
             opening = _module_calls(variables, env)
             basic, own = ops_for(family, device)
             opening += _holder_steps(draw, own, variables, env)
