@@ -339,6 +339,22 @@ def comparable_inductor() -> AbstractContextManager[Any]:
     return patched
 
 
+@contextmanager
+def compile_config(settings: Iterable[tuple[str, Any]]) -> Iterator[None]:
+    """A program's compile settings (the protocol's ``COMPILE_CONFIG``) in force while
+    the block runs, each put back as it was afterwards: the process checks other
+    programs under torch's defaults.
+
+    Settings are patched through each config module's own ``patch``, so a name
+    torch renames fails here, not by silently setting an attribute nobody reads.
+    """
+    with contextlib.ExitStack() as stack:
+        for name, value in settings:
+            module_name, _, key = name.rpartition(".")
+            stack.enter_context(importlib.import_module(module_name).patch({key: value}))
+        yield
+
+
 def compiled_autograd_engine(backend: Backend, enabled: bool) -> AbstractContextManager[Any]:
     """Compiled autograd around the compiled side's call and backward, when asked for.
 

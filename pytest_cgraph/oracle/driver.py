@@ -200,8 +200,8 @@ Observed:
 
 Settings of the check: Inductor config {COMPARABLE_INDUCTOR} (random ops use eager's
 kernels; low-precision rounding as eager), iterations {spec.iters}, compiled autograd
-{spec.compiled_autograd}, grad mode {spec.grad_mode}, autocast {spec.autocast or "off"}, device
-{case.device}.
+{spec.compiled_autograd}, grad mode {spec.grad_mode}, autocast {spec.autocast or "off"},
+compile settings {dict(spec.compile_config) or "torch's defaults"}, device {case.device}.
 
 Repro: save this report's program with the driver as a file (pytest-cgraph writes it as
 a repro file) and run `python FILE` (exit 1 while the bug is there) or

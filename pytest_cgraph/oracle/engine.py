@@ -38,6 +38,7 @@ from pytest_cgraph.oracle.compiling import (
     captured_graph_count,
     collect_compile_evidence,
     comparable_inductor,
+    compile_config,
     compile_context_left_as_found,
     compiled_autograd_engine,
     device_ops_for,
@@ -100,6 +101,8 @@ class CheckSettings:
     grad_mode: str = "grad"
     #: The dtype of an autocast around each call (the protocol's ``AUTOCAST``), or ``None``.
     autocast: str | None = None
+    #: Compile settings in force on the compiled side (the protocol's ``COMPILE_CONFIG``).
+    compile_config: tuple[tuple[str, Any], ...] = ()
     #: A floating difference counts only if compiled strays further from a
     #: float64 run of eager than eager does (:mod:`~pytest_cgraph.oracle.rounding`).
     float64_reference: bool = True
@@ -189,6 +192,7 @@ def check_source(
             compiled_autograd=spec.compiled_autograd,
             grad_mode=spec.grad_mode,
             autocast=spec.autocast,
+            compile_config=spec.compile_config,
         )
         compiled = None
         if spec.compiled_names != (PROGRAM,):
@@ -339,6 +343,7 @@ def _iterate(
                 compile_context_left_as_found(),
                 saved_tensors_hooks_left_as_found(),
                 compiled_autograd_engine(settings.backend, settings.compiled_autograd),
+                compile_config(settings.compile_config),
             ):
                 compiled_seen, compiled_raw = _run_compiled_side(
                     compiled, spec, names, k, settings, ops

@@ -21,7 +21,12 @@ by the campaign, by a marked test's repro, by a repro file. The source binds
 - ``AUTOCAST``: ``"bfloat16"`` or ``"float16"``: an autocast of that dtype,
   on the program's device, around each call of ``program`` on both sides (a
   mixed-precision forward); the backward the harness runs after a call is
-  outside it, as a training step's is.
+  outside it, as a training step's is;
+- ``COMPILE_CONFIG``: torch compile settings a model author sets, as a dict
+  from a setting's full name to its value (``{"torch._functorch.config.
+  activation_memory_budget": 0.5}``), in force while the compiled side
+  compiles and runs: the partitioner, Dynamo and Inductor then take the paths
+  those settings choose. Only settings of :data:`CONFIG_MODULES` are taken.
 
 Producers (the generator, a marked test's writer) spell the names through
 the constants here; consumers read them through :class:`ProgramSpec`.
@@ -30,6 +35,7 @@ the constants here; consumers read them through :class:`ProgramSpec`.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import itertools
 import linecache
 import sys
@@ -50,11 +56,15 @@ ATOL = "ATOL"
 COMPILE = "COMPILE"
 GRAD_MODE = "GRAD_MODE"
 AUTOCAST = "AUTOCAST"
+COMPILE_CONFIG = "COMPILE_CONFIG"
 
 #: Values ``GRAD_MODE`` may take.
 GRAD_MODES = ("grad", "no_grad", "inference_mode")
 #: Values ``AUTOCAST`` may take (absent, or ``None``: no autocast).
 AUTOCAST_DTYPES = ("bfloat16", "float16")
+#: The modules whose settings ``COMPILE_CONFIG`` may name: the ones that decide
+#: how a program is compiled, and nothing of the process around it.
+CONFIG_MODULES = ("torch._dynamo.config", "torch._functorch.config", "torch._inductor.config")
 
 DEFAULT_ITERS = 5
 
@@ -81,6 +91,9 @@ class ProgramSpec:
     grad_mode: str
     #: The dtype of the autocast around each call (``AUTOCAST``), or ``None``.
     autocast: str | None = None
+    #: Compile settings in force on the compiled side (``COMPILE_CONFIG``), as
+    #: (full name, value) pairs in the source's order.
+    compile_config: tuple[tuple[str, Any], ...] = ()
 
     @property
     def program(self) -> Any:
@@ -115,6 +128,7 @@ class ProgramSpec:
             raise ProgramSourceError(
                 f"{AUTOCAST} must be one of {AUTOCAST_DTYPES} or None, got {autocast!r}"
             )
+        compile_config = _compile_config(namespace.get(COMPILE_CONFIG))
         return cls(
             namespace=namespace,
             iters=int(namespace.get(ITERS, DEFAULT_ITERS)),
@@ -125,7 +139,33 @@ class ProgramSpec:
             compiled_names=compiled,
             grad_mode=grad_mode,
             autocast=autocast,
+            compile_config=compile_config,
         )
+
+
+def _compile_config(value: Any) -> tuple[tuple[str, Any], ...]:
+    """``COMPILE_CONFIG``'s settings, each checked to be a setting torch has."""
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise ProgramSourceError(
+            f"{COMPILE_CONFIG} must be a dict from a setting's full name to its value, "
+            f"got {type(value).__name__}"
+        )
+    settings = []
+    for name, setting in value.items():
+        module_name, _, key = str(name).rpartition(".")
+        if module_name not in CONFIG_MODULES:
+            raise ProgramSourceError(
+                f"{COMPILE_CONFIG} names {name!r}: a setting of one of {CONFIG_MODULES} "
+                "is expected, e.g. 'torch._functorch.config.activation_memory_budget'"
+            )
+        if not hasattr(importlib.import_module(module_name), key):
+            raise ProgramSourceError(
+                f"{COMPILE_CONFIG} names {name!r}, which this torch's {module_name} does not have"
+            )
+        settings.append((str(name), setting))
+    return tuple(settings)
 
 
 #: Modules :func:`load_source` registered in ``sys.modules``, per file name.

@@ -534,6 +534,8 @@ class Facts:
     atol: float | None
     has_advance: bool
     optimizer_state: bool = False
+    #: Compile settings in force on the compiled side (``COMPILE_CONFIG``), in order.
+    compile_config: tuple[tuple[str, Any], ...] = ()
     #: Expressions of the observed arguments that are tensors, in the harness's order.
     tensor_arguments: list[str] = field(default_factory=list)
     #: The positions of the inputs holding a tensor ``copy.deepcopy`` would not copy
@@ -682,6 +684,7 @@ def eager_facts(source: str) -> Facts:
             atol=spec.atol,
             has_advance=spec.advance is not None,
             optimizer_state=optimizer_state,
+            compile_config=spec.compile_config,
             tensor_arguments=tensor_arguments,
         )
     finally:
@@ -815,6 +818,7 @@ class _Writer:
             imports.insert(0, "import copy")
         imports += [f"import {module}" for module in self.finding.modules]
         imports += self._inductor_settings()
+        imports += self._compile_config(imports)
         if self.finding.threads is not None:  # a condition of the finding, like a config flag
             imports.append(f"torch.set_num_threads({self.finding.threads})")
         # Blank lines around definitions only: the straight-line part reads as one block.
@@ -862,6 +866,17 @@ class _Writer:
         if inductor and re.search(r"float16|bfloat16|half|autocast", self.finding.source):
             lines.append("torch._inductor.config.emulate_precision_casts = True")
         return ["import torch._inductor.config", *lines] if lines else []
+
+    def _compile_config(self, imports: list[str]) -> list[str]:
+        """The program's compile settings (``COMPILE_CONFIG``), set as a model author
+        sets them: at the top of the script, before anything compiles."""
+        lines: list[str] = []
+        for name, value in self.facts.compile_config:
+            module = name.rpartition(".")[0]
+            if f"import {module}" not in imports + lines:
+                lines.append(f"import {module}")
+            lines.append(f"{name} = {value!r}")
+        return lines
 
     def _inputs(self) -> tuple[list[str], list[str], list[ast.AST]]:
         """The ``inputs`` function if the script calls one, the lines that build each

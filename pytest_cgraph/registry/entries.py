@@ -56,7 +56,7 @@ from typing import Any
 
 from pytest_cgraph.failures import siteless_signature
 from pytest_cgraph.oracle.difference import Difference, error_in_headline, kin_signature
-from pytest_cgraph.registry.hazards import hazards, required_hazards
+from pytest_cgraph.registry.hazards import CONFIG_PREFIX, hazards, required_hazards
 from pytest_cgraph.registry.repro_files import (
     BASE_SIGNATURE,
     ENTRY_LINE,
@@ -569,6 +569,15 @@ def program_ops(source: str) -> frozenset[str]:
     autocast = _module_constant(tree, AUTOCAST)
     if autocast is not None and not (isinstance(autocast, ast.Constant) and autocast.value is None):
         ops.add(AUTOCAST)
+    # A compile setting (``COMPILE_CONFIG = {"torch._functorch.config.X": v}``)
+    # changes how every graph is compiled: a pseudo-op per setting, ``CONFIG.X``.
+    config = _module_constant(tree, COMPILE_CONFIG)
+    if isinstance(config, ast.Dict):
+        ops.update(
+            CONFIG_PREFIX + key.value.rpartition(".")[2]
+            for key in config.keys
+            if isinstance(key, ast.Constant) and isinstance(key.value, str)
+        )
     # Compiling in stages splits the graph where the program says so, which
     # is a cause of its own: the pseudo-op says the program was staged.
     return frozenset((ops - stages) | ({STAGED} if stages else set()))
@@ -776,6 +785,8 @@ INPUTS_BY_CALL = "INPUTS_BY_CALL"
 ADVANCED = "ADVANCE"
 #: ... for a program run under an autocast (``AUTOCAST = "bfloat16"``).
 AUTOCAST = "AUTOCAST"
+#: Where a source sets compile settings (read for ``CONFIG.X`` pseudo-ops).
+COMPILE_CONFIG = "COMPILE_CONFIG"
 #: ... for an assignment to a tensor's ``.data`` (``a0.data = ...``): no call, but
 #: a cause of its own (Dynamo traces it as ``set_`` of a graph input).
 DATA_ASSIGNED = ".data="

@@ -24,6 +24,7 @@ wrong ``matmul``).
 
 The classes follow the kinds of the generator's op table (``rng``,
 ``inplace``, ``metadata``, ``view``, ``transfer``, ``autograd``, ``graph``),
+and a class of its own for a compile setting the program sets (``config``),
 read from call names as :func:`pytest_cgraph.registry.entries.program_ops` gives
 them. Torch-free: the registry reads it while collecting.
 """
@@ -164,6 +165,9 @@ VIEW = frozenset(
     }
 )
 GRAPH = frozenset({"graph_break"})
+#: program_ops' pseudo-op for a compile setting a program sets (``COMPILE_CONFIG``):
+#: ``CONFIG.activation_memory_budget``. It changes how every graph is compiled.
+CONFIG_PREFIX = "CONFIG."
 
 #: Checked in this order: ``requires_grad_`` is autograd state before it is an
 #: in-place call, ``squeeze_`` a metadata change, ``bernoulli_`` a random draw.
@@ -181,6 +185,8 @@ def hazard_of(call: str) -> str | None:
     """The hazard class of one call (``None``: incidental). A module call is named
     by its class (``Dropout()``): a random module draws."""
     call = call.removesuffix("()")
+    if call.startswith(CONFIG_PREFIX):
+        return "config"
     for name, calls in _CLASSES:
         if call in calls:
             return name

@@ -100,6 +100,11 @@ _DTYPE = st.sampled_from(_DTYPES)
 #: stood before it, so that other programs draw as they did), no_grad or
 #: inference_mode.
 _AMBIENT = st.sampled_from(("autocast", "no_grad", "inference_mode"))
+#: The partitioner's activation memory budget a program compiles under, when it
+#: draws one (below 1: the min-cut partitioner recomputes forward values in the
+#: backward instead of saving them, as training scripts ask to save memory).
+_MEMORY_BUDGET = st.sampled_from((0.0, 0.5))
+_MEMORY_BUDGET_SETTING = "torch._functorch.config.activation_memory_budget"
 _OPTIMIZER = st.sampled_from(OPTIMIZERS)
 _MODULE_HOOK = st.sampled_from(MODULE_HOOKS)
 _LAYOUT = st.sampled_from(LAYOUTS)
@@ -199,6 +204,11 @@ def _programs(
     # Compiled autograd is an option of the run, drawn where backward is, and
     # drawn early: a draw after the statements would hamper their deletion.
     compiled_autograd = family in ("autograd", "mixed") and draw(_ONE_IN_FOUR) == 3
+    # A memory budget for the partitioner, one time in eight where a backward
+    # recomputes (random ops, autograd). Drawn early, like compiled autograd.
+    compile_config: tuple[tuple[str, object], ...] = ()
+    if family in ("rng", "autograd", "mixed") and draw(_ONE_IN_EIGHT) == 7:
+        compile_config = ((_MEMORY_BUDGET_SETTING, draw(_MEMORY_BUDGET)),)
     optimizer, set_to_none = OPTIMIZERS[0], True
     if schedule == "optimizer":
         optimizer, set_to_none = draw(_OPTIMIZER), draw(_COIN)
@@ -265,6 +275,7 @@ def _programs(
         chain_at=max(0, min(chain_at, len(statements) - 1)),
         grad_mode=mode,
         autocast=autocast,
+        compile_config=compile_config,
         features=frozenset({f"family:{family}", *features}),
     )
 

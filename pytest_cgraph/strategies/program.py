@@ -150,6 +150,9 @@ class Program:
     chain_at: int = 0
     grad_mode: str = "grad"  # the ambient mode each call runs under (protocol's GRAD_MODE)
     autocast: str | None = None  # an autocast's dtype around each call (protocol's AUTOCAST)
+    #: Compile settings of the compiled side, (full name, value) pairs (protocol's
+    #: COMPILE_CONFIG): the partitioner's memory budget, as training scripts set it.
+    compile_config: tuple[tuple[str, object], ...] = ()
     features: frozenset[str] = field(default_factory=frozenset)
 
     def __repr__(self) -> str:
@@ -180,6 +183,8 @@ class Program:
             found.add(f"grad_mode:{self.grad_mode}")
         if self.autocast is not None:
             found.add(f"autocast:{self.autocast}")
+        for name, _ in self.compile_config:
+            found.add("compile_config:" + name.rpartition(".")[2])
         if self.schedule == "module_hooks":
             found.add("module_hook:" + self.module_hook.split("(")[0].removeprefix("register_"))
         for spec in self.inputs:
@@ -334,6 +339,11 @@ class Program:
             *([f"{protocol.COMPILE} = {STAGES!r}"] if self.chained else []),
             *([f"{protocol.GRAD_MODE} = {self.grad_mode!r}"] if self.grad_mode != "grad" else []),
             *([f"{protocol.AUTOCAST} = {self.autocast!r}"] if self.autocast is not None else []),
+            *(
+                [f"{protocol.COMPILE_CONFIG} = {dict(self.compile_config)!r}"]
+                if self.compile_config
+                else []
+            ),
             "",
         ]
         return "\n".join(parts)

@@ -363,3 +363,18 @@ def test_a_program_run_under_autocast_becomes_a_script_that_calls_under_it() -> 
     assert result.script is not None and "AUTOCAST" not in result.script
     call = 'with torch.autocast("cpu", dtype=torch.bfloat16):\n    actual = compiled_fn('
     assert call in result.script
+
+
+def test_a_program_with_compile_settings_becomes_a_script_that_sets_them() -> None:
+    # partitioner-memory-budget-recomputes-random-op: the setting is the bug's cause.
+    entry = BASELINE / "grad-grad-aot_eager-10.toml"
+    assert "COMPILE_CONFIG = " in entry.read_text()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = make_plain(entry)
+    assert result.verified, (result.verdict, result.attempts, result.script)
+    assert result.script is not None and "COMPILE_CONFIG" not in result.script
+    assert (
+        "import torch._functorch.config\n"
+        "torch._functorch.config.activation_memory_budget = 0.0\n" in result.script
+    )

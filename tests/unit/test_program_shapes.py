@@ -437,6 +437,76 @@ def test_an_autocast_value_that_is_no_dtype_is_one_line() -> None:
         check_source(AUTOCAST_PROBE.format(dtype="int8"), backend="aot_eager", iters=2)
 
 
+MEMORY_BUDGET_PROBE = """
+import torch
+
+
+def program(a0):
+    return (torch.nn.functional.dropout(a0.sin(), 0.5).cos(),)
+
+
+def inputs(k):
+    return (torch.linspace(0.1, 1.0, 64).requires_grad_(),)
+
+
+ITERS = 1
+{config}
+"""
+
+
+def test_compile_settings_are_in_force_on_the_compiled_side_and_put_back() -> None:
+    """Under a memory budget of 0 the partitioner recomputes the dropout in the
+    backward (partitioner-memory-budget-recomputes-random-op): the gradients
+    tell that the setting was in force. Without it the same program passes, and
+    the process's setting is as it was before the check."""
+    import torch._functorch.config as functorch_config
+
+    from pytest_cgraph import EquivalenceError
+
+    setting = "{'torch._functorch.config.activation_memory_budget': 0.0}"
+    check_source(MEMORY_BUDGET_PROBE.format(config=""), backend="aot_eager")
+    with pytest.raises(EquivalenceError) as caught:
+        check_source(
+            MEMORY_BUDGET_PROBE.format(config=f"COMPILE_CONFIG = {setting}"), backend="aot_eager"
+        )
+    assert caught.value.difference.kind is Kind.GRAD
+    assert functorch_config.activation_memory_budget == 1.0
+    drawn = program(
+        statement("v0 = a0 * 2", defines="v0"),
+        outputs=("v0",),
+        compile_config=(("torch._functorch.config.activation_memory_budget", 0.5),),
+    )
+    assert f"COMPILE_CONFIG = {setting.replace('0.0', '0.5')}" in drawn.render()
+    assert "compile_config:activation_memory_budget" in drawn.all_features()
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            "0.5",
+            r"^COMPILE_CONFIG must be a dict from a setting's full name to its value, got float$",
+        ),
+        (
+            "{'torch.backends.cudnn.benchmark': True}",
+            r"^COMPILE_CONFIG names 'torch.backends.cudnn.benchmark': a setting of one of ",
+        ),
+        (
+            "{'torch._functorch.config.activation_budget': 0.5}",
+            r"^COMPILE_CONFIG names 'torch._functorch.config.activation_budget', which this "
+            r"torch's torch._functorch.config does not have$",
+        ),
+    ],
+)
+def test_a_compile_setting_torch_does_not_have_is_one_line(config: str, message: str) -> None:
+    from pytest_cgraph.oracle.protocol import ProgramSourceError
+
+    with pytest.raises(ProgramSourceError, match=message):
+        check_source(
+            MEMORY_BUDGET_PROBE.format(config=f"COMPILE_CONFIG = {config}"), backend="aot_eager"
+        )
+
+
 def _rebinding(source: str) -> str:
     return f"""
 import torch

@@ -25,6 +25,7 @@ from pytest_cgraph.registry.entries import (
     registry_files,
     shipped_baselines,
 )
+from pytest_cgraph.registry.hazards import hazards
 from pytest_cgraph.registry.repro_files import (
     BASE_SIGNATURE,
     FAILURE,
@@ -287,6 +288,15 @@ def test_an_ambient_autocast_is_an_op() -> None:
     assert AUTOCAST in program_ops(source + "AUTOCAST = 'bfloat16'\n")
     assert AUTOCAST not in program_ops(source + "AUTOCAST = None\n")
     assert AUTOCAST not in program_ops(source)
+
+
+def test_a_compile_setting_is_an_op_of_its_own_hazard() -> None:
+    source = "def program(a0):\n    return (a0.sin(),)\n"
+    config = "COMPILE_CONFIG = {'torch._functorch.config.activation_memory_budget': 0.5}\n"
+    ops = program_ops(source + config)
+    assert ops == frozenset({"sin", "CONFIG.activation_memory_budget"})
+    assert hazards(ops) == frozenset({"config"})
+    assert program_ops(source) == frozenset({"sin"})
 
 
 COUNTER = "import torch\n" + TEMPLATES["Counter()"]

@@ -460,6 +460,16 @@ def test_autograd_grad_is_drawn_against_intermediates_and_with_create_graph() ->
     assert any(re.search(r"\.sum\(\), v\d+,", line) for line in calls)
 
 
+def test_a_memory_budget_is_drawn_where_a_backward_recomputes(sample: list[Program]) -> None:
+    """The partitioner's memory budget is a condition of rng, autograd and mixed
+    programs, and only of those: it changes nothing where nothing is saved for a
+    backward."""
+    budgeted = [p for p in sample if p.compile_config]
+    assert {p.family for p in budgeted} == {"rng", "autograd", "mixed"}
+    assert {value for p in budgeted for _, value in p.compile_config} == {0.0, 0.5}
+    assert all("COMPILE_CONFIG = {'torch._functorch.config" in p.render() for p in budgeted)
+
+
 def test_an_autocast_region_is_drawn_on_or_off_and_under_an_ambient_autocast(
     sample: list[Program],
 ) -> None:
