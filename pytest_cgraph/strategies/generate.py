@@ -220,7 +220,10 @@ def _programs(
     mode = draw(_AMBIENT) if draw(_ONE_IN_FOUR) == 3 else "grad"
     autocast = "bfloat16" if mode == "autocast" else None
     mode = "grad" if mode == "autocast" else mode
-    inputs = draw(_input_specs(family, max_inputs, schedule))
+    # A memory budget matters only where a backward saves values: such a
+    # program draws its inputs as the autograd family does (the first one
+    # that can requires grad).
+    inputs = draw(_input_specs(family, max_inputs, schedule, bool(compile_config)))
     draft = Program(family, inputs, (), (inputs[0].name,), schedule, iters)
     namespace: dict[str, Any] = {"torch": torch, "random": random}
     with _random_numbers_of_its_own():
@@ -322,12 +325,15 @@ def _origin_of(spec: InputSpec) -> str:
 
 
 @st.composite
-def _input_specs(draw: Any, family: str, max_inputs: int, schedule: str) -> tuple[InputSpec, ...]:
+def _input_specs(
+    draw: Any, family: str, max_inputs: int, schedule: str, backward: bool = False
+) -> tuple[InputSpec, ...]:
     roles = _ROLES_BY_FAMILY.get(family, ROLES)
-    specs: list[InputSpec] = [draw(_tensor_spec(family, "argument", 0, (), schedule))]
+    grads_as = "autograd" if backward else family
+    specs: list[InputSpec] = [draw(_tensor_spec(family, "argument", 0, (), schedule, grads_as))]
     while len(specs) < max_inputs and draw(_COIN):
         role = draw(st.sampled_from(roles))
-        specs.append(draw(_tensor_spec(family, role, len(specs), tuple(specs), schedule)))
+        specs.append(draw(_tensor_spec(family, role, len(specs), tuple(specs), schedule, grads_as)))
     if schedule in ("param_update", "optimizer") and not any(s.role == "parameter" for s in specs):
         specs.append(InputSpec(f"p{len(specs)}", "parameter", (2,), "float32", True))
     if schedule == "module_hooks" and not any(s.role == "module" for s in specs):
@@ -345,7 +351,10 @@ def _tensor_spec(
     index: int,
     earlier: tuple[InputSpec, ...],
     schedule: str = "persistent",
+    grads_as: str | None = None,
 ) -> InputSpec:
+    """One input's spec; ``grads_as`` is the family whose odds of requiring grad it
+    takes (its own by default)."""
     name = f"{_PREFIX[role]}{index}"
     if role in ("scalar", "number", "module", "random", "holder"):
         return InputSpec(name, role, (), "float32")
@@ -387,10 +396,11 @@ def _tensor_spec(
             dtype = dtype if dtype in _DIFFERENTIABLE else "float32"
             return InputSpec(name, role, shape, dtype, True, layout)
     differentiable = dtype in _DIFFERENTIABLE and layout == "contiguous" and role == "argument"
-    if family == "autograd":
+    grads_as = grads_as or family
+    if grads_as == "autograd":
         requires_grad = differentiable and (index == 0 or draw(_COIN))
     else:
-        chance = 2 if family in ("mixed", "schedules") else 4
+        chance = 2 if grads_as in ("mixed", "schedules") else 4
         requires_grad = differentiable and draw(st.integers(0, chance - 1)) == chance - 1
     return InputSpec(name, role, shape, dtype, requires_grad, layout, alias_of)
 

@@ -558,12 +558,41 @@ def _autograd_grad(ctx: Context) -> tuple[list[str], bool] | None:
     ]
     if not leaves and not intermediates:
         return None
-    target = ctx.draw(st.sampled_from(leaves + intermediates))
+    # Drawn from everything, a target is rarely one the value was computed
+    # from, and then both sides agree on zeros (allow_unused): half the time,
+    # one of the intermediates the value depends on is chosen where there is one.
+    fed = [
+        v.name
+        for v in ctx.variables
+        if v.name in intermediates and v.tensor is not None and _computed_from(ctx.t, v.tensor)
+    ]
+    target = ctx.draw(
+        st.sampled_from(fed if fed and ctx.draw(st.booleans()) else leaves + intermediates)
+    )
     create_graph = " create_graph=True," if ctx.draw(st.booleans()) else ""
     return [
         f"{ctx.new_name} = torch.autograd.grad({ctx.x}.sum(), {target}, retain_graph=True,"
         f"{create_graph} allow_unused=True, materialize_grads=True)[0]"
     ], True
+
+
+def _computed_from(value: torch.Tensor, source: torch.Tensor, limit: int = 64) -> bool:
+    """Whether ``source``'s autograd node is on ``value``'s graph (within ``limit``
+    nodes of it): a gradient of ``value`` with respect to ``source`` is then not zero
+    by construction."""
+    goal, start = source.grad_fn, value.grad_fn
+    if goal is None or start is None:
+        return False
+    seen: set[int] = set()
+    stack = [start]
+    while stack and len(seen) < limit:
+        node = stack.pop()
+        if node is goal:
+            return True
+        if id(node) not in seen:
+            seen.add(id(node))
+            stack.extend(parent for parent, _ in node.next_functions if parent is not None)
+    return False
 
 
 def _detach(ctx: Context) -> tuple[list[str], bool]:

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Callable
 
 import pytest
+import torch
 from hypothesis.errors import InvalidArgument
 
 from pytest_cgraph.checking.runner import load_source
@@ -458,6 +459,20 @@ def test_autograd_grad_is_drawn_against_intermediates_and_with_create_graph() ->
     assert any("create_graph=True" in line for line in calls)
     # With respect to a value the program computed (v0, v1, ...), not an input.
     assert any(re.search(r"\.sum\(\), v\d+,", line) for line in calls)
+
+
+def test_autograd_grad_targets_an_intermediate_the_value_was_computed_from() -> None:
+    """Half the draws of autograd.grad take such an intermediate where there is one:
+    otherwise the gradient is zero by construction, which both sides agree on."""
+    from pytest_cgraph.strategies.ops import _computed_from
+
+    a = torch.ones(3, requires_grad=True)
+    v0 = a * 2
+    v1 = v0.sin()
+    v2 = a.cos()
+    assert _computed_from(v1, v0)
+    assert not _computed_from(v2, v0)
+    assert not _computed_from(v1, a)  # a leaf has no node of its own to find
 
 
 def test_a_memory_budget_is_drawn_where_a_backward_recomputes(sample: list[Program]) -> None:
