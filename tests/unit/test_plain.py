@@ -351,30 +351,35 @@ def test_torch_log_records_are_left_out_of_what_the_script_printed() -> None:
     assert not plain._LOG.match("AssertionError")
 
 
-def test_a_program_run_under_autocast_becomes_a_script_that_calls_under_it() -> None:
-    # aot-autocast-off-region-backward-low-precision: the backward after the call,
-    # outside the autocast, is where the two differ.
-    entry = BASELINE / "grad-grad-aot_eager-9.toml"
-    assert "AUTOCAST = 'bfloat16'" in entry.read_text()
+@pytest.mark.parametrize(
+    ("entry_name", "condition", "in_script"),
+    [
+        # aot-autocast-off-region-backward-low-precision: the backward after the
+        # call, outside the autocast, is where the two differ.
+        (
+            "grad-grad-aot_eager-9.toml",
+            "AUTOCAST",
+            'with torch.autocast("cpu", dtype=torch.bfloat16):\n    actual = compiled_fn(',
+        ),
+        # partitioner-memory-budget-recomputes-random-op: the setting is the cause.
+        (
+            "grad-grad-aot_eager-10.toml",
+            "COMPILE_CONFIG",
+            "import torch._functorch.config\n"
+            "torch._functorch.config.activation_memory_budget = 0.0\n",
+        ),
+    ],
+)
+def test_a_condition_of_the_calls_becomes_plain_code_of_the_script(
+    entry_name: str, condition: str, in_script: str
+) -> None:
+    """An ambient autocast and compile settings are protocol names the script has
+    not: it spells them as torch code, where a model author would."""
+    entry = BASELINE / entry_name
+    assert f"{condition} = " in entry.read_text()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = make_plain(entry)
     assert result.verified, (result.verdict, result.attempts, result.script)
-    assert result.script is not None and "AUTOCAST" not in result.script
-    call = 'with torch.autocast("cpu", dtype=torch.bfloat16):\n    actual = compiled_fn('
-    assert call in result.script
-
-
-def test_a_program_with_compile_settings_becomes_a_script_that_sets_them() -> None:
-    # partitioner-memory-budget-recomputes-random-op: the setting is the bug's cause.
-    entry = BASELINE / "grad-grad-aot_eager-10.toml"
-    assert "COMPILE_CONFIG = " in entry.read_text()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = make_plain(entry)
-    assert result.verified, (result.verdict, result.attempts, result.script)
-    assert result.script is not None and "COMPILE_CONFIG" not in result.script
-    assert (
-        "import torch._functorch.config\n"
-        "torch._functorch.config.activation_memory_budget = 0.0\n" in result.script
-    )
+    assert result.script is not None and condition not in result.script
+    assert in_script in result.script
