@@ -260,9 +260,9 @@ def meetings(bug: CorpusBug, reports: list[tuple[Path, dict[str, Any]]]) -> list
             if entry.get("bug") in bug.known_as and entry.get("hits", 0) > 0
         ]
         if hits:
-            first = min(hits, key=lambda entry: firsts.get(entry["signature"]) or float("inf"))
-            seconds = firsts.get(first["signature"])
-            found.append(Meeting(path, str(data.get("backend")), seconds, first["signature"]))
+            timed = [(_entry_seconds(firsts, entry), entry["signature"]) for entry in hits]
+            seconds, signature = min(timed, key=lambda pair: pair[0] or float("inf"))
+            found.append(Meeting(path, str(data.get("backend")), seconds, signature))
     return found
 
 
@@ -326,11 +326,22 @@ def recognised(
     return found
 
 
-def _first_seconds(data: dict[str, Any]) -> dict[str, float]:
-    """Each signature's first time in a report's timeline."""
-    firsts: dict[str, float] = {}
+def _entry_seconds(firsts: dict[Any, float], entry: dict[str, Any]) -> float | None:
+    """When a report's known entry was first met (by signature alone in a report
+    written before entries were told apart)."""
+    return firsts.get((entry["signature"], entry.get("repro"))) or firsts.get(entry["signature"])
+
+
+def _first_seconds(data: dict[str, Any]) -> dict[Any, float]:
+    """Each new signature's first time in a report's timeline, and each known entry's
+    (signature, registry file): one broad signature is several known bugs, met at
+    different times. A report written before entries were told apart has
+    signatures alone."""
+    firsts: dict[Any, float] = {}
     for entry in data.get("timeline") or []:
-        firsts.setdefault(entry.get("signature"), entry.get("seconds"))
+        repro = entry.get("repro")
+        key = entry.get("signature") if repro is None else (entry.get("signature"), repro)
+        firsts.setdefault(key, entry.get("seconds"))
     return firsts
 
 

@@ -141,7 +141,7 @@ class LiveRun:
     _stored: dict[tuple[str, str], ReproResult] = field(default_factory=dict)
     #: What became of each failure's repro here, verified or not: what its text shows.
     _latest: dict[tuple[str, str], ReproResult] = field(default_factory=dict)
-    _seen: set[str] = field(default_factory=set)
+    _seen: set[str | tuple[str, str]] = field(default_factory=set)
     _last_write: float | None = None
     _last_sample: float | None = None
 
@@ -236,20 +236,25 @@ class LiveRun:
         return write_report(self.report, total, wall, extra)
 
     def _note_new_signatures(self, stats: RunStats) -> None:
-        """Findings over time: when each signature was first seen, and after how many programs."""
-        seen_now = [*stats.hits, *stats.known_hits]
-        fresh = [signature for signature in dict.fromkeys(seen_now) if signature not in self._seen]
+        """Findings over time: when each new signature, and each known bug's registry
+        entry (one broad signature is several known bugs), was first seen, and after
+        how many programs."""
+        seen_now: dict[str | tuple[str, str], dict[str, Any]] = {
+            signature: {"signature": signature, "new": True} for signature in stats.hits
+        }
+        for signature, repro in stats.known_hits:
+            seen_now[(signature, repro)] = {"signature": signature, "new": False, "repro": repro}
+        fresh = [key for key in seen_now if key not in self._seen]
         if not fresh:
             return
         programs = sum(item.programs for item in self.items.values())
-        for signature in fresh:
-            self._seen.add(signature)
+        for key in fresh:
+            self._seen.add(key)
             self.timeline.append(
                 {
                     "seconds": round(self.clock() - self.started, 2),
                     "programs": programs,
-                    "signature": signature,
-                    "new": signature not in stats.known,
+                    **seen_now[key],
                 }
             )
 
@@ -289,7 +294,7 @@ def status_line(total: RunStats, elapsed: float) -> str:
     rate = total.programs / elapsed if elapsed > 0 else 0.0
     return (
         f"cgraph: {total.programs} programs checked, {rate:.1f}/s, {new} new, "
-        f"{len(total.known)} known, {elapsed:.0f} s"
+        f"{len(total.known_bugs())} known, {elapsed:.0f} s"
     )
 
 

@@ -52,6 +52,11 @@ class KnownAs:
         return cls(Severity(severity) if severity else None, data.get("bug"), data.get("title"))
 
 
+#: A known bug's registry entry seen again: its signature and the entry's file. Two
+#: entries of one broad signature (``value-output``) are two bugs, counted apart.
+KnownKey = tuple[str, str]
+
+
 def filing_of(repro: str, severity: Severity | None = None) -> KnownAs:
     """How the registry file ``repro`` files its signature: its bug's id, title and
     severity where its directory's bugs file groups it, else ``severity`` alone."""
@@ -142,14 +147,13 @@ class RunStats:
     failures: list[Failure] = field(default_factory=list)
     #: Failing programs of new bugs seen per signature (shrinking included).
     hits: Counter[str] = field(default_factory=Counter)
-    #: Failing programs of known bugs seen per signature: kept apart from
-    #: ``hits``, since one signature may be a known bug in one program and a
-    #: new one (other calls) in the next.
-    known_hits: Counter[str] = field(default_factory=Counter)
-    #: Known signatures seen again: signature -> its repro file.
-    known: dict[str, str] = field(default_factory=dict)
-    #: What each known signature is filed as (its bug, its severity).
-    known_as: dict[str, KnownAs] = field(default_factory=dict)
+    #: Failing programs of known bugs per registry entry (signature, file): kept
+    #: apart from ``hits``, since one signature may be a known bug in one
+    #: program and a new one (other calls) in the next; and keyed by entry, since
+    #: one broad signature is several known bugs.
+    known_hits: Counter[KnownKey] = field(default_factory=Counter)
+    #: What each entry seen again is filed as (its bug, its severity).
+    known_as: dict[KnownKey, KnownAs] = field(default_factory=dict)
 
     def count_program(self, family: str, features: set[str], drawn: bool = True) -> None:
         """A program was checked (whatever the verdict); ``drawn`` unless a shrink step."""
@@ -177,10 +181,10 @@ class RunStats:
         if known_repro is None:
             self.hits[signature] += 1
         else:
-            self.known_hits[signature] += 1
-            self.known.setdefault(signature, known_repro)
-            if self.known_as.get(signature, KnownAs()).severity is None:
-                self.known_as[signature] = filing_of(self.known[signature], severity)
+            key = (signature, known_repro)
+            self.known_hits[key] += 1
+            if self.known_as.get(key, KnownAs()).severity is None:
+                self.known_as[key] = filing_of(known_repro, severity)
 
     def count_outcome(self, outcome: Outcome, known_repro: str | None = None) -> None:
         """What checking one program gave: an invalid program, a pass's compile and
@@ -210,39 +214,50 @@ class RunStats:
         self.failures.extend(other.failures)
         self.hits.update(other.hits)
         self.known_hits.update(other.known_hits)
-        for signature, repro in other.known.items():
-            self.known.setdefault(signature, repro)
-        for signature, filed in other.known_as.items():
-            mine = self.known_as.get(signature)
+        for key, filed in other.known_as.items():
+            mine = self.known_as.get(key)
             if mine is None or (mine.bug is None and filed.bug is not None):
-                self.known_as[signature] = filed
+                self.known_as[key] = filed
 
-    def filed_as(self, signature: str) -> KnownAs:
-        """What known ``signature`` is filed as; an entry this process can read (the
+    @property
+    def known_signatures(self) -> set[str]:
+        """The signatures of the known entries seen again."""
+        return {signature for signature, _ in self.known_hits}
+
+    def known_hits_by_signature(self) -> dict[str, int]:
+        """Known failing programs per signature, summed over its entries."""
+        summed: Counter[str] = Counter()
+        for (signature, _), hits in self.known_hits.items():
+            summed[signature] += hits
+        return dict(summed)
+
+    def filed_as(self, key: KnownKey) -> KnownAs:
+        """What a known entry is filed as; an entry this process can read (the
         controller's ``--cgraph-known`` files, which a worker on another host cannot)
         gets its bug here when the process that matched it could not say."""
-        filed = self.known_as.get(signature, KnownAs())
-        repro = self.known.get(signature)
-        if filed.bug is None and repro is not None:
-            found = filing_of(repro, filed.severity)
+        filed = self.known_as.get(key, KnownAs())
+        if filed.bug is None:
+            found = filing_of(key[1], filed.severity)
             if found.bug is not None:
                 return found
         return filed
 
     def known_bugs(self) -> list[KnownGroup]:
-        """The known signatures seen again, one group per bug (a signature in no bug is
-        a group of its own), silent first, then by bug id and signature."""
+        """The known entries seen again, one group per bug (an entry in no bug is a
+        group of its own), silent first, then by bug id and signature."""
         groups: dict[tuple[str, str], KnownGroup] = {}
-        for signature, repro in sorted(self.known.items()):
-            filed = self.filed_as(signature)
-            key = (
+        for key in sorted(self.known_hits):
+            signature, repro = key
+            filed = self.filed_as(key)
+            grouping = (
                 ("bug", f"{Path(repro).parent}/{filed.bug}")
                 if filed.bug is not None
-                else ("signature", signature)
+                else ("entry", repro)
             )
-            group = groups.setdefault(key, KnownGroup(filed))
-            group.signatures[signature] = repro
-            group.hits += self.known_hits.get(signature, 0)
+            group = groups.setdefault(grouping, KnownGroup(filed))
+            group.signatures.setdefault(signature, repro)
+            group.entries += 1
+            group.hits += self.known_hits[key]
         return sorted(
             groups.values(),
             key=lambda group: (
@@ -307,19 +322,21 @@ class RunStats:
             "known": [
                 {
                     "signature": signature,
-                    "hits": self.known_hits.get(signature, 0),
+                    "hits": hits,
                     "repro": repro,
-                    **self.filed_as(signature).to_json(),
+                    **self.filed_as((signature, repro)).to_json(),
                 }
-                for signature, repro in sorted(self.known.items())
+                for (signature, repro), hits in sorted(self.known_hits.items())
             ],
             "hits": dict(self.hits),
-            "known_hits": dict(self.known_hits),
+            # Per signature, over its entries: what a reader of counts wants.
+            "known_hits": self.known_hits_by_signature(),
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunStats:
         """The inverse of :meth:`to_json`."""
+        known = data.get("known", [])
         return cls(
             programs=data["programs"],
             drawn=data.get("drawn", 0),
@@ -334,21 +351,24 @@ class RunStats:
             skipped=Counter(data["skipped"]),
             failures=[Failure.from_json(failure) for failure in data["failures"]],
             hits=Counter(data.get("hits", {})),
-            known_hits=Counter(data.get("known_hits", {})),
-            known={entry["signature"]: entry["repro"] for entry in data.get("known", [])},
+            known_hits=Counter(
+                {(entry["signature"], entry["repro"]): entry["hits"] for entry in known}
+            ),
             known_as={
-                entry["signature"]: KnownAs.from_json(entry) for entry in data.get("known", [])
+                (entry["signature"], entry["repro"]): KnownAs.from_json(entry) for entry in known
             },
         )
 
 
 @dataclass
 class KnownGroup:
-    """One line of the summary's ``known`` block: a bug (or a signature in none), its
-    signatures seen again with their registry files, and their hits summed."""
+    """One line of the summary's ``known`` block: a bug (or an entry in none), its
+    signatures seen again with a registry file of each, how many entries, and
+    their hits summed."""
 
     filed: KnownAs
     signatures: dict[str, str] = field(default_factory=dict)
+    entries: int = 0
     hits: int = 0
 
     @property
@@ -447,9 +467,14 @@ def summary_lines(stats: RunStats, wall_seconds: float, known_ops: list[str]) ->
             f"{first.difference.iteration}, {stats.hits.get(signature, len(found))} failing "
             f"programs{'' if first.shrunk else ', not shrunk'}): {where}"
         )
-    if stats.known:
-        lines.append(f"known: {len(stats.known)} signature(s) seen again, not failures")
-        lines.extend(_known_line(group) for group in stats.known_bugs())
+    if stats.known_hits:
+        groups = stats.known_bugs()
+        entries = len(stats.known_hits)
+        lines.append(
+            f"known: {len(groups)} bug(s) seen again ({entries} registry "
+            f"{'entry' if entries == 1 else 'entries'}), not failures"
+        )
+        lines.extend(_known_line(group) for group in groups)
     return lines
 
 

@@ -71,7 +71,7 @@ def test_known_bugs_pass_strict_fails_and_a_deleted_repro_is_new_again(
     assert report["failures"] == []
     assert [entry["signature"] for entry in report["known"]] == [signature]
     assert report["known"][0]["hits"] >= 1
-    again.stdout.fnmatch_lines(["known: 1 signature(s) seen again, not failures"])
+    again.stdout.fnmatch_lines(["known: 1 bug(s) seen again (1 registry entry), not failures"])
 
     strict, _ = campaign(pytester, *ONE_BUG, "--cgraph-strict")
     assert strict.ret == pytest.ExitCode.TESTS_FAILED

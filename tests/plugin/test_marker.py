@@ -267,5 +267,8 @@ def test_a_marked_test_that_meets_a_known_torch_bug_names_it(pytester: pytest.Py
     )
     # The run's summary counts it as the known bug seen again, not as a new one.
     result.stdout.fnmatch_lines(
-        ["failures: 0 new signature(s)*", "known: 1 signature(s) seen again, not failures"]
+        [
+            "failures: 0 new signature(s)*",
+            "known: 1 bug(s) seen again (1 registry entry), not failures",
+        ]
     )

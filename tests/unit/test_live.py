@@ -152,3 +152,22 @@ def test_a_message_of_another_schema_is_refused_in_one_line() -> None:
     ) as raised:
         ItemMessage.unpack({**packed, "schema": 0})
     assert "\n" not in str(raised.value)
+
+
+def test_two_known_bugs_of_one_signature_are_each_on_the_timeline(tmp_path: Path) -> None:
+    clock = iter(float(second) for second in range(100))
+    live = LiveRun(tmp_path / "r", tmp_path / "r.json", {}, 0.0, lambda: next(clock))
+    first = RunStats(programs=1, drawn=1, campaign=True)
+    first.count_hit("value-output", "known/first.py")
+    live.receive("cgraph::views", "gw0", first)
+    later = RunStats(programs=2, drawn=2, campaign=True)
+    later.count_hit("value-output", "known/first.py")
+    later.count_hit("value-output", "known/second.py")
+    live.receive("cgraph::views", "gw0", later)
+    live.write(force=True)
+    timeline = json.loads((tmp_path / "r.json").read_text())["timeline"]
+    assert [(entry["repro"], entry["new"]) for entry in timeline] == [
+        ("known/first.py", False),
+        ("known/second.py", False),
+    ]
+    assert timeline[0]["seconds"] < timeline[1]["seconds"]

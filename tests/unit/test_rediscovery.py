@@ -208,3 +208,24 @@ def test_a_report_whose_finding_is_not_a_record_is_one_line(
     err = capsys.readouterr().err
     assert err.startswith("error: a report cannot be read: ") and err.count("\n") == 1
     assert "failure 1 is not a failure record" in err
+
+
+def test_a_bug_met_through_a_shared_signature_is_timed_by_its_own_entry(tmp_path: Path) -> None:
+    """Two known bugs share `value-output`: each corpus bug's meeting is its own
+    entry's first time, not the signature's."""
+    bug = rediscovery.CorpusBug(
+        9, "t", "views", "aot_eager", "s", None, "reproduces", "", tmp_path, known_as=("late",)
+    )
+    report = {
+        "backend": "aot_eager",
+        "timeline": [
+            {"seconds": 5.0, "signature": "value-output", "new": False, "repro": "k/early.py"},
+            {"seconds": 90.0, "signature": "value-output", "new": False, "repro": "k/late.py"},
+        ],
+        "known": [
+            {"signature": "value-output", "repro": "k/early.py", "bug": "early", "hits": 4},
+            {"signature": "value-output", "repro": "k/late.py", "bug": "late", "hits": 1},
+        ],
+    }
+    (meeting,) = rediscovery.meetings(bug, [(tmp_path / "r.json", report)])
+    assert (meeting.seconds, meeting.signature) == (90.0, "value-output")

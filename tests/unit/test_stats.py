@@ -48,8 +48,7 @@ def test_stats_survive_json_and_merging_adds_every_count() -> None:
     assert total.invalid_reasons == Counter({"RuntimeError: shape": 2})
     # New and known failing programs apart: one signature may be both.
     assert total.hits == Counter({"value-output": 2})
-    assert total.known_hits == Counter({"timeout-program": 2})
-    assert total.known == {"timeout-program": "known/timeout-program.py"}
+    assert total.known_hits == Counter({("timeout-program", "known/timeout-program.py"): 2})
     assert [f.case.nodeid for f in total.failures] == ["cgraph::views", "cgraph::mutation"]
     assert list(total.by_signature()) == ["value-output"]
     assert total.verified_repros() == 1  # one signature, verified by its written repro
@@ -59,7 +58,8 @@ def test_a_signature_both_known_and_new_counts_each_side_s_programs_apart() -> N
     stats = RunStats()
     for known in (None, None, "known/value-output.py"):
         stats.count_hit("value-output", known)
-    assert stats.hits["value-output"] == 2 and stats.known_hits["value-output"] == 1
+    assert stats.hits["value-output"] == 2
+    assert stats.known_hits == Counter({("value-output", "known/value-output.py"): 1})
     (group,) = stats.known_bugs()
     assert group.hits == 1
 
@@ -90,7 +90,7 @@ def test_the_summary_says_counts_coverage_failures_and_known_bugs() -> None:
         in lines
     )
     assert lines[-2:] == [
-        "known: 1 signature(s) seen again, not failures",
+        "known: 1 bug(s) seen again (1 registry entry), not failures",
         "  crash: timeout-program (1 failing programs): known/timeout-program.py",
     ]
 
@@ -216,7 +216,7 @@ def known_stats(directory: Path) -> RunStats:
 def test_known_signatures_are_summarised_one_line_per_bug_silent_first(tmp_path: Path) -> None:
     (tmp_path / "bugs.toml").write_text(BUGS)
     lines = summary_lines(known_stats(tmp_path), 1.0, [])
-    start = lines.index("known: 4 signature(s) seen again, not failures")
+    start = lines.index("known: 3 bug(s) seen again (4 registry entries), not failures")
     assert lines[start + 1 :] == [
         "  silent: lost-clamp: AOTAutograd: a clamp_ after squeeze_ is lost "
         f"(2 signature(s), 5 failing programs): {tmp_path / 'bugs.toml'}",
@@ -268,3 +268,50 @@ def test_a_baseline_entry_is_known_as_its_bug() -> None:
     stats.count_outcome(Outcome(Verdict.FAIL, ALIASED), str(directory / bug.forms[0]))
     (entry,) = stats.to_json()["known"]
     assert (entry["bug"], entry["title"], entry["severity"]) == (bug.id, bug.title, "metadata")
+
+
+def test_two_known_bugs_of_one_signature_are_counted_apart_through_workers(
+    tmp_path: Path,
+) -> None:
+    # One broad signature (value-output) is the form of two bugs: a worker meets
+    # each; neither may be counted under the other.
+    (tmp_path / "bugs.toml").write_text(SHARED_SIGNATURE_BUGS)
+    first, second = RunStats(), RunStats()
+    for entry, hits, stats in (("first.toml", 2, first), ("second.toml", 3, second)):
+        for _ in range(hits):
+            stats.count_outcome(Outcome(Verdict.FAIL, WRONG), str(tmp_path / entry))
+    second.count_outcome(Outcome(Verdict.FAIL, WRONG), str(tmp_path / "first.toml"))
+    total = RunStats()
+    for stats in (first, second):
+        total.merge(RunStats.from_json(json.loads(json.dumps(stats.to_json()))))
+    assert [(group.filed.bug, group.hits) for group in total.known_bugs()] == [
+        ("grad-dropped", 3),
+        ("view-lost", 3),
+    ]
+    data = report_data(total, 1.0, {})
+    assert sorted((entry["bug"], entry["hits"]) for entry in data["known"]) == [
+        ("grad-dropped", 3),
+        ("view-lost", 3),
+    ]
+    assert data["known_hits"] == {WRONG.signature: 6}  # per signature, for counters
+    lines = summary_lines(total, 1.0, [])
+    assert "known: 2 bug(s) seen again (2 registry entries), not failures" in lines
+
+
+SHARED_SIGNATURE_BUGS = """\
+[[bug]]
+id = "grad-dropped"
+title = "a grad is dropped"
+severity = "silent"
+mechanism = "m"
+essential = []
+forms = ["first.toml"]
+
+[[bug]]
+id = "view-lost"
+title = "a view is lost"
+severity = "silent"
+mechanism = "m"
+essential = []
+forms = ["second.toml"]
+"""
