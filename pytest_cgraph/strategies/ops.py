@@ -664,6 +664,9 @@ _HOLDER_STEPS = (
     ),
     # A list appended to, its length read.
     ("{h}.items.append({h}.count)", "{v} = {x} * len({h}.items)"),
+    # The same list appended to by a method of an object built in the call,
+    # whose class (built outside it) closes over the list.
+    ("{h}.Recorder().note({h}.count)", "{v} = {x} * len({h}.items)"),
     # setattr by name.
     ("setattr({h}, 'count', {h}.count + 2)", "{v} = {x} + {h}.count"),
     # A store or delete Python rejects, caught by the program: eager runs the

@@ -220,7 +220,9 @@ TEMPLATES[HOLDER] = """
 # A plain Python object a step function keeps its state in: a count, a list,
 # and a current state that is one of two sentinel objects. The program reads,
 # rebinds and appends to them, and branches on which sentinel is current:
-# compiled code must guard what it branched on and replay every write.
+# compiled code must guard what it branched on and replay every write. Its
+# Recorder class, built outside the call, appends to the list through a
+# closure: the program builds one and records through it.
 class Holder:
     # Copied per side and compared by these attributes (pytest-cgraph).
     __cgraph_state__ = ("count", "items", "state")
@@ -230,6 +232,20 @@ class Holder:
         self.state = self.on
         self.count = 0
         self.items = []
+        self.Recorder = recorder_class(self.items)
+
+    def __setstate__(self, state):
+        # A copy (one per side) records into its own list.
+        self.__dict__.update(state)
+        self.Recorder = recorder_class(self.items)
+
+
+def recorder_class(items):
+    class Recorder:
+        def note(self, value):
+            items.append(value)
+
+    return Recorder
 """
 
 _CALLS = re.compile("|".join(re.escape(call) for call in TEMPLATES))

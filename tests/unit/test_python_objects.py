@@ -349,3 +349,47 @@ def inputs(k):
     difference = raised.value.difference
     assert difference.kind is Kind.CRASH
     assert "aliases an input or output" in (difference.message or "")
+
+
+def test_a_holder_copied_per_side_records_into_its_own_list() -> None:
+    # The Recorder class closes over the list: a copy that kept the original's
+    # class would record into the other side's list, and hide a lost append.
+    holder = _holder()
+    (copied,) = clone_arguments([holder])
+    copied.Recorder().note(7)  # type: ignore[attr-defined]
+    assert (copied.items, holder.items) == ([7], [])  # type: ignore[attr-defined]
+
+
+#: An append through a method of a class that closes over the Holder's list.
+RECORDING = f"""
+import torch
+
+{TEMPLATES[HOLDER]}
+
+def program(a0, h1):
+    h1.Recorder().note(h1.count)
+    return (a0 * len(h1.items),)
+
+
+def inputs(k):
+    return (torch.ones(2), Holder())
+"""
+
+
+def test_an_append_through_a_closure_is_drawn_and_named_by_its_class() -> None:
+    drawn = [
+        p.render()
+        for seed in (1, 2)
+        for p in draw_programs(400, seed=seed, families=("schedules",))
+    ]
+    assert any(".Recorder().note(" in source for source in drawn)
+    assert {"Holder()", "Recorder"} <= program_ops(RECORDING)
+
+
+@known_here("dynamo-closure-cell-append-dropped")
+def test_an_append_through_a_closure_dropped_is_a_difference_torch_makes() -> None:
+    with pytest.raises(EquivalenceError) as raised:
+        check_source(RECORDING, backend="eager", iters=3)
+    difference = raised.value.difference
+    assert difference.iteration == 1
+    assert difference.kind in (Kind.VALUE, Kind.MUTATION)
