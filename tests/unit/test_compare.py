@@ -35,6 +35,25 @@ def test_float32_default_tolerance_is_assert_closes() -> None:
     assert value_difference(base, base + 1e-4, tolerance, Kind.VALUE) is not None
 
 
+def test_float32_values_converted_to_float64_compare_at_float32_s_tolerance() -> None:
+    # A float32 result converted at the end (x.double()): one float32 ulp apart
+    # is rounding of the float32 computation, not a float64 difference.
+    single = torch.tensor([8.1, -20.5, math.nan])
+    apart = torch.nextafter(single, torch.tensor(math.inf))
+    assert value_difference(single.double(), apart.double(), Tolerance(), Kind.VALUE) is None
+    assert value_difference(  # what float64's tolerance alone would say
+        single.double(), apart.double(), Tolerance(1e-7, 1e-7), Kind.VALUE
+    )
+    assert value_difference(single, single * 1.01, Tolerance(), Kind.VALUE) is not None
+    # A value computed in float64 is held to float64's tolerance.
+    double = torch.tensor([0.1, 1 / 3], dtype=torch.float64)
+    found = value_difference(double, double * (1 + 1e-6), Tolerance(), Kind.VALUE)
+    assert found is not None
+    # So is a float32-exact value whose counterpart is not.
+    exact = torch.tensor([1.5], dtype=torch.float64)
+    assert value_difference(exact, exact + 1e-6, Tolerance(), Kind.VALUE) is not None
+
+
 def test_integers_and_bools_compare_exactly_and_nans_equal() -> None:
     tolerance = Tolerance(rtol=1.0, atol=1.0)
     assert value_difference(torch.tensor([1, 2]), torch.tensor([1, 3]), tolerance, Kind.VALUE)
