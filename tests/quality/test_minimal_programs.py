@@ -66,10 +66,13 @@ def test_two_chained_compiled_functions_shrink_to_two_statements_in_default_grad
 
 
 def test_a_non_leaf_input_under_an_ambient_grad_mode_shrinks_to_one_input() -> None:
+    # About 1 mixed program in 600 draws both (5 of 3000, seeds 1 and 2):
+    # more examples than the others need, so that one is met whatever other
+    # draws a change to the generator moves.
     minimal = find(
         programs(families=("mixed",)),
         lambda p: p.grad_mode != "grad" and "layout:nonleaf" in p.all_features(),
-        settings=QUIET,
+        settings=settings(QUIET, max_examples=8000),
     )
     assert len(minimal.inputs) == 1 and len(minimal.statements) <= 1, minimal.render()
     assert minimal.schedule in ("fresh", "dynamic"), minimal.render()
