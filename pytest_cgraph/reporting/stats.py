@@ -219,11 +219,6 @@ class RunStats:
             if mine is None or (mine.bug is None and filed.bug is not None):
                 self.known_as[key] = filed
 
-    @property
-    def known_signatures(self) -> set[str]:
-        """The signatures of the known entries seen again."""
-        return {signature for signature, _ in self.known_hits}
-
     def known_hits_by_signature(self) -> dict[str, int]:
         """Known failing programs per signature, summed over its entries."""
         summed: Counter[str] = Counter()
@@ -256,7 +251,6 @@ class RunStats:
             )
             group = groups.setdefault(grouping, KnownGroup(filed))
             group.signatures.setdefault(signature, repro)
-            group.entries += 1
             group.hits += self.known_hits[key]
         return sorted(
             groups.values(),
@@ -363,12 +357,10 @@ class RunStats:
 @dataclass
 class KnownGroup:
     """One line of the summary's ``known`` block: a bug (or an entry in none), its
-    signatures seen again with a registry file of each, how many entries, and
-    their hits summed."""
+    signatures seen again with a registry file of each, and their hits summed."""
 
     filed: KnownAs
     signatures: dict[str, str] = field(default_factory=dict)
-    entries: int = 0
     hits: int = 0
 
     @property
