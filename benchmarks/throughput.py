@@ -1,7 +1,8 @@
 """Throughput, harness overhead, xdist scaling and memory of campaigns on this machine.
 
     python benchmarks/throughput.py [--examples 25] [--inductor-examples 3] [--seed 1]
-                                    [--soak 2000] [--faults]
+                                    [--backends cudagraphs,aot_eager,inductor]
+                                    [--no-xdist] [--soak 2000] [--faults]
 
 Prints, for the same run on the same machine:
 
@@ -17,7 +18,11 @@ Prints, for the same run on the same machine:
   (so that ratio is the harness's own cost); and "frozen", lean with the
   long-lived heap frozen as a campaign item freezes it (the leanest loop).
   With ``--rounds N``, campaign and loops each run N times and their
-  minimums are compared (this machine's noise is about a tenth);
+  minimums are compared (this machine's noise is about a tenth). Each
+  campaign and loop compiles its Inductor kernels anew, in a copy of a
+  kernel cache that has only run the toolchain's one-off checks
+  (``bare_loop.cold_kernel_cache``): a cache shared between them would
+  hand the second the first one's kernels;
 - ``-n 2`` over ``-n 0`` throughput (programs per wall second, startup
   included);
 - with ``--soak N``: RSS after 100 and after N programs in one process
@@ -43,7 +48,7 @@ BENCHMARKS = Path(__file__).resolve().parent
 
 sys.path.insert(0, str(BENCHMARKS))
 
-from bare_loop import NO_DISK_CACHES  # noqa: E402
+from bare_loop import NO_DISK_CACHES, cold_kernel_cache, primed_kernel_cache  # noqa: E402
 
 
 def campaign(
@@ -53,12 +58,13 @@ def campaign(
     workers: int,
     record: Path | None,
     extra: tuple[str, ...] = (),
+    caches: dict[str, str] = NO_DISK_CACHES,
 ) -> dict:
     """Run one campaign in a fresh directory; its JSON report plus the process's wall time."""
     with tempfile.TemporaryDirectory(prefix="cgraph-bench-") as scratch:
         env = dict(
             os.environ,
-            **NO_DISK_CACHES,
+            **caches,
             PYTHONPATH=os.pathsep.join([str(BENCHMARKS), str(ROOT / "tests")]),
         )
         command = [
@@ -78,11 +84,13 @@ def campaign(
     return report
 
 
-def bare_loop(backend: str, sources: Path, mode: str) -> dict:
+def bare_loop(
+    backend: str, sources: Path, mode: str, caches: dict[str, str] = NO_DISK_CACHES
+) -> dict:
     """``bare_loop.py`` over ``sources`` in a fresh process (``mode``: default, lean, frozen)."""
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / "bare_loop.py"), backend, str(sources), mode],
-        capture_output=True, text=True, check=True, env=dict(os.environ, **NO_DISK_CACHES),
+        capture_output=True, text=True, check=True, env=dict(os.environ, **caches),
     )  # fmt: skip
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -100,6 +108,14 @@ def main() -> None:
         "--only-xdist", action="store_true", help="only the -n 2 over -n 0 comparison"
     )
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--backends",
+        default="cudagraphs,aot_eager,inductor",
+        help="comma-separated backends of the campaign rows",
+    )
+    parser.add_argument(
+        "--no-xdist", action="store_true", help="skip the -n 2 over -n 0 comparison"
+    )
     parser.add_argument(
         "--rounds", type=int, default=1, help="runs of each campaign and loop; minimums compared"
     )
@@ -126,18 +142,21 @@ def main() -> None:
           f"{'bare s':>8} {'ratio':>6} {'lean s':>8} {'ratio':>6} "
           f"{'frozen s':>8} {'ratio':>6}")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="cgraph-sources-") as scratch:
-        for backend, examples in (
-            ("cudagraphs", args.examples),
-            ("aot_eager", args.examples),
-            ("inductor", args.inductor_examples),
-        ):
+        # Every campaign and loop compiles its kernels anew: Inductor's kernel
+        # cache is on disk by source, so a shared one would hand the second
+        # process the first one's compiles.
+        primed = primed_kernel_cache(Path(scratch))
+        for backend in args.backends.split(","):
+            examples = args.inductor_examples if backend == "inductor" else args.examples
             reports, loops = [], {"default": [], "lean": [], "frozen": []}
             for _ in range(args.rounds):
                 record = Path(scratch) / f"{backend}.jsonl"
                 record.unlink(missing_ok=True)  # each campaign round's own programs
-                reports.append(campaign(backend, examples, args.seed, 0, record))
+                caches = cold_kernel_cache(primed, Path(scratch))
+                reports.append(campaign(backend, examples, args.seed, 0, record, (), caches))
                 for mode, seconds in loops.items():
-                    seconds.append(bare_loop(backend, record, mode)["seconds"])
+                    caches = cold_kernel_cache(primed, Path(scratch))
+                    seconds.append(bare_loop(backend, record, mode, caches)["seconds"])
             report = min(reports, key=lambda report: report["check_seconds"])
             item = report["check_seconds"]
             bare, lean, frozen = (min(loops[mode]) for mode in ("default", "lean", "frozen"))
@@ -147,7 +166,8 @@ def main() -> None:
                 f"{lean:>8.1f} {item / lean:>6.2f} {frozen:>8.1f} {item / frozen:>6.2f}",
                 flush=True,
             )
-    xdist_scaling(args)
+    if not args.no_xdist:
+        xdist_scaling(args)
     if args.soak:
         print(f"\nRSS soak, {args.soak} programs in one process (cudagraphs):", flush=True)
         subprocess.run(

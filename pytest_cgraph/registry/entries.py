@@ -440,7 +440,8 @@ def program_ops(source: str) -> frozenset[str]:
     ``torch.nn.functional.dropout(...)`` gives ``dropout``; its subscripts give
     pseudo-ops (``a0[::2]``: ``[:]``, ``a0[0]``: ``[i]``, ``a0[mask]``: ``[t]``,
     ``a0[i] = v``: ``[]=``), and so do a view spelled as an attribute
-    (``a0.mT``: ``mT``), a ``.data`` assignment (``.data=``) and a
+    (``a0.mT``: ``mT``), a ``.data`` assignment (``.data=``), a read of
+    ``.grad`` (``.grad``) and a
     call of one of its own arguments, a module: ``m1(a0)`` gives the class
     ``inputs`` builds it from (``Counter()``), not the argument's name, which
     says nothing (the same module is ``m1`` in one program and ``m2`` in the
@@ -516,6 +517,12 @@ def program_ops(source: str) -> frozenset[str]:
                     ops.add(node.func.id)
             elif isinstance(node, ast.Attribute) and node.attr in ATTRIBUTE_VIEWS:
                 ops.add(node.attr)  # a0.mT: a view spelled as an attribute
+            elif (
+                isinstance(node, ast.Attribute)
+                and node.attr == "grad"
+                and isinstance(node.ctx, ast.Load)
+            ):
+                ops.add(GRAD_READ)  # a0.grad is None: a read of the attribute
             elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                 if node.value.id in objects:
                     # State read or written on an object argument (h1.count):
@@ -790,6 +797,9 @@ COMPILE_CONFIG = "COMPILE_CONFIG"
 #: ... for an assignment to a tensor's ``.data`` (``a0.data = ...``): no call, but
 #: a cause of its own (Dynamo traces it as ``set_`` of a graph input).
 DATA_ASSIGNED = ".data="
+#: ... for a read of a tensor's ``.grad`` (``a0.grad is None``, ``a0.grad * 1``):
+#: no call, but what a branch on it or a use of it depends on.
+GRAD_READ = ".grad"
 #: ... for a call of an argument (a module) whose class ``inputs`` does not show.
 MODULE_CALL = "MODULE()"
 #: ... for a draw from an argument that ``inputs`` builds as a Python

@@ -107,6 +107,7 @@ AUTOGRAD = frozenset(
         "checkpoint",
         "detach",
         "zero_grad",
+        ".grad",  # a read of a tensor's .grad (program_ops' pseudo-op)
         "apply",
         "jvp",
         "vjp",

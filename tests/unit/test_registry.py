@@ -16,6 +16,7 @@ from pytest_cgraph.registry.entries import (
     AUTOCAST,
     BUGS_FILE,
     DATA_ASSIGNED,
+    GRAD_READ,
     MODULE_CALL,
     KnownBug,
     Registry,
@@ -276,6 +277,13 @@ def test_a_call_of_a_module_argument_is_its_class_not_its_name() -> None:
 def test_a_data_assignment_is_an_op() -> None:
     source = "def program(a0):\n    a0.data = a0.data * 2\n    return (a0,)\n"
     assert program_ops(source) == frozenset({DATA_ASSIGNED})
+
+
+def test_a_grad_read_is_an_op_and_a_grad_assignment_is_not() -> None:
+    branch = "def program(a0):\n    v0 = a0 * 2\n    return (v0 * (2 if v0.grad is None else 3),)\n"
+    assert program_ops(branch) == frozenset({GRAD_READ})
+    cleared = "def program(a0):\n    a0.grad = None\n    return (a0 * 2,)\n"
+    assert program_ops(cleared) == frozenset()
 
 
 def test_a_view_read_as_an_attribute_is_an_op() -> None:

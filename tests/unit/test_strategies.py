@@ -184,6 +184,38 @@ def test_a_statement_torch_warns_about_once_per_process_is_rejected_every_time()
     assert not torch.is_warn_always_enabled()  # the process's setting is left as it was
 
 
+def test_only_the_warning_an_op_tolerates_is_let_through() -> None:
+    # Reading an intermediate's .grad warns in eager: branch_on_grad exists to
+    # test that read, so its statement is kept; any other warning still rejects.
+    import torch
+
+    from pytest_cgraph.strategies.generate import _runs_cleanly
+    from pytest_cgraph.strategies.ops import NON_LEAF_GRAD_WARNING
+
+    env = {"torch": torch, "x": torch.randn(2, requires_grad=True)}
+    read = ["v = x * 1", "v = v * (2 if v.grad is None else 3)"]
+    assert not _runs_cleanly(read, env)
+    assert _runs_cleanly(read, env, NON_LEAF_GRAD_WARNING)
+    complex_env = {"torch": torch, "x": torch.randn(2, dtype=torch.complex64)}
+    assert not _runs_cleanly(["y = x.to(torch.float32)"], complex_env, NON_LEAF_GRAD_WARNING)
+
+
+def test_a_branch_on_an_intermediates_grad_is_drawn() -> None:
+    # About one autograd program in twenty reads an intermediate's .grad in a
+    # branch (34 of 600); from a leaf it steps to an intermediate first.
+    lines = [
+        line
+        for p in draw_many(200, families=("autograd",))
+        for s in p.statements
+        if s.op == "branch_on_grad"
+        for line in s.lines
+    ]
+    branches = [line for line in lines if ".grad is None else 3)" in line]
+    assert branches, "no branch on .grad in 200 autograd programs"
+    shape = r"v\d+ = v\d+ \* \(2 if v\d+\.grad is None else 3\)"
+    assert all(re.fullmatch(shape, branch) for branch in branches)
+
+
 def test_a_forward_mode_statement_is_judged_alike_on_its_first_draw_in_a_process() -> None:
     # The first forward-mode op of a process warns while torch imports what it
     # needs: rejected then and kept later, the same choices would draw two
@@ -250,9 +282,9 @@ def test_drawing_judges_random_ops_alike_whatever_the_process_ran_before(
     judged = generate._runs_cleanly
     seen: list[list[bytes]] = []
 
-    def recording(lines: list[str], env: dict) -> bool:
+    def recording(lines: list[str], env: dict, tolerated: str = "") -> bool:
         seen[-1].append(torch.default_generator.get_state().numpy().tobytes())
-        return judged(lines, env)
+        return judged(lines, env, tolerated)
 
     monkeypatch.setattr(generate, "_runs_cleanly", recording)
     for global_seed in (1, 2):
@@ -443,8 +475,9 @@ def test_mixed_meets_every_hazard_class_in_a_short_campaign() -> None:
         hazard for p in programs for hazard in {kinds[f] for f in p.all_features() if f in kinds}
     )
     assert set(met) == set(HAZARD_CLASSES.values())
-    # Drawn op by op from 80, moves and random draws were in 9 and 15 programs.
-    assert min(met.values()) >= 20, met
+    # Drawn op by op from 80, moves and random draws were in 9 and 15 programs;
+    # by class, the rarest class is in 17 to 36 of 150 over seeds 1, 2, 3 and this one.
+    assert min(met.values()) >= 15, met
 
 
 def test_autograd_grad_is_drawn_against_intermediates_and_with_create_graph() -> None:
