@@ -47,6 +47,17 @@ def draw_many(count: int, **kwargs: object) -> list[Program]:
     return draw_programs(count, seed=20261125, **kwargs)  # type: ignore[arg-type]
 
 
+def drawn_lines(op: str, count: int, family: str) -> list[str]:
+    """The source lines of every statement of ``op`` in ``count`` programs of ``family``."""
+    return [
+        line
+        for p in draw_many(count, families=(family,))
+        for s in p.statements
+        if s.op == op
+        for line in s.lines
+    ]
+
+
 @pytest.fixture(scope="module")
 def sample() -> list[Program]:
     """200 programs of each family, as a campaign item per family would draw."""
@@ -203,13 +214,7 @@ def test_only_the_warning_an_op_tolerates_is_let_through() -> None:
 def test_a_branch_on_an_intermediates_grad_is_drawn() -> None:
     # About one autograd program in twenty reads an intermediate's .grad in a
     # branch (34 of 600); from a leaf it steps to an intermediate first.
-    lines = [
-        line
-        for p in draw_many(200, families=("autograd",))
-        for s in p.statements
-        if s.op == "branch_on_grad"
-        for line in s.lines
-    ]
+    lines = drawn_lines("branch_on_grad", 200, "autograd")
     branches = [line for line in lines if ".grad is None else 3)" in line]
     assert branches, "no branch on .grad in 200 autograd programs"
     shape = r"v\d+ = v\d+ \* \(2 if v\d+\.grad is None else 3\)"
@@ -482,13 +487,7 @@ def test_mixed_meets_every_hazard_class_in_a_short_campaign() -> None:
 
 def test_autograd_grad_is_drawn_against_intermediates_and_with_create_graph() -> None:
     # One op of about thirty in the autograd family: 15 to 26 calls in 400 programs.
-    calls = [
-        line
-        for p in draw_many(400, families=("autograd",))
-        for s in p.statements
-        if s.op == "autograd.grad"
-        for line in s.lines
-    ]
+    calls = drawn_lines("autograd.grad", 400, "autograd")
     assert any("create_graph=True" in line for line in calls)
     # With respect to a value the program computed (v0, v1, ...), not an input.
     assert any(re.search(r"\.sum\(\), v\d+,", line) for line in calls)
