@@ -377,6 +377,7 @@ class Failure:
             "full_signature": self.full_signature,
             "kind": self.difference.kind.value,
             "family": self.case.family,
+            "backend": self.case.backend,
             "iteration": self.difference.iteration,
             "place": str(self.difference.place),
             "repro": repro.path if repro is not None else None,

@@ -400,7 +400,7 @@ class Hunt:
         case = self.case_of(program, source)
         self.checks += 1
         self.drawn += int(drawn)
-        self.stats.count_program(self.family, program.all_features(), drawn)
+        self.stats.count_program(self.family, program.all_features(), drawn, case.backend)
         outcome = self.check(case)
         try:
             return self._judge(case, outcome)

@@ -7,6 +7,10 @@ session's registry of known bugs; it reports progress while it runs and
 fails, in a screenful per bug, when the hunt found new ones. An item's seed
 is the campaign seed mixed with its node id, so a campaign of a number of
 examples replays the same way whatever the number of xdist workers. A
+campaign over several backends (``--cgraph-backend cudagraphs,inductor``)
+has an item per family and backend, ``cgraph::<family>[<backend>]``, whose
+seed leaves the backend out: each backend checks the same programs, and a
+run on that backend alone replays them. A
 time-boxed campaign (``--cgraph-duration``) passes over a bug that an
 earlier item of the same process found, so that it is shrunk and reported
 once.
@@ -78,16 +82,28 @@ class ControllerGone(BaseException):
 
 
 class CampaignItem(CgraphItem):
-    """``cgraph::<family>`` (or one shard, ``cgraph::<family>[k]``): hunt for new bugs
-    in one program family, within its share of the budget."""
+    """``cgraph::<family>`` (or one shard, ``cgraph::<family>[k]``; on one of several
+    backends, ``cgraph::<family>[<backend>]`` or ``[<backend>-k]``): hunt for new bugs
+    in one program family on one backend, within its share of the budget."""
 
     reported_as_text = (NewBugsFound,)
 
     def __init__(
-        self, *, family: str, options: CgraphOptions, seed: int, budget: Budget, **kwargs: Any
+        self,
+        *,
+        family: str,
+        options: CgraphOptions,
+        seed: int,
+        budget: Budget,
+        backend: str | None = None,
+        seed_name: str | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.family = family
+        self.backend = backend or options.backend
+        #: What the item's seed is mixed from: its node id without the backend.
+        self.seed_name = seed_name or self.nodeid
         self.options = options
         self.campaign_seed = seed
         self.budget = budget
@@ -101,8 +117,9 @@ class CampaignItem(CgraphItem):
 
     @property
     def item_seed(self) -> int:
-        """Campaign seed mixed with the node id: stable whatever the worker layout."""
-        return (self.campaign_seed ^ zlib.crc32(self.nodeid.encode())) & 0xFFFFFFFF
+        """Campaign seed mixed with the node id (less the backend): stable whatever the
+        worker layout, and the same programs on every backend."""
+        return (self.campaign_seed ^ zlib.crc32(self.seed_name.encode())) & 0xFFFFFFFF
 
     def runtest(self) -> None:
         from pytest_cgraph.recording.repro import first_diverging_layer, masking_rung
@@ -187,7 +204,7 @@ class CampaignItem(CgraphItem):
 
         return Case(
             source=source,
-            backend=self.options.backend,
+            backend=self.backend,
             device=session.device(self.config),
             iters=self.options.iters,
             family=self.family,
@@ -270,6 +287,8 @@ class CampaignItem(CgraphItem):
         send_snapshot(self, stats, [child] if child is not None else [])
 
     def description(self) -> str:
+        if len(self.options.campaign_backends) > 1:
+            return f"cgraph campaign: {self.family} programs on {self.backend}"
         return f"cgraph campaign: {self.family} programs"
 
 
@@ -296,34 +315,45 @@ def make_items(
     session_: pytest.Session, options: CgraphOptions, seed: int, *, workers: int = 1
 ) -> list[CampaignItem]:
     """The campaign's items in the families' order: one per family, or with
-    ``--cgraph-shards N`` up to N per family, each with its share of the budget.
+    ``--cgraph-shards N`` up to N per family, each with its share of the budget;
+    and so for each backend named, in their order.
 
     A shard is named by its index, so its seed (mixed from the node id) and
     the programs it draws do not depend on how many workers run it.
-    ``--cgraph-duration`` boxes the whole campaign: ``workers`` run the items
-    at once, so each hunts for the box times the workers over the items (the
-    whole box where there are no more items than workers), and none draws
-    or shrinks past the box's end (:func:`pytest_cgraph.plugin.session.campaign_deadline`).
+    ``--cgraph-examples`` is each backend's: every backend checks as many
+    programs, the same ones. ``--cgraph-duration`` boxes the whole campaign,
+    in equal time per item, so each backend gets an equal share of it
+    however slowly it compiles: ``workers`` run the items at once, so each
+    hunts for the box times the workers over the items (the whole box where
+    there are no more items than workers), and none draws or shrinks past
+    the box's end (:func:`pytest_cgraph.plugin.session.campaign_deadline`).
     """
+    backends = options.campaign_backends
     budget = Budget(options.examples, options.duration, options.shrink_seconds)
     shares = budget.shares(options.shards)
     if options.duration is not None:
-        count = len(options.families) * len(shares)
+        count = len(options.families) * len(shares) * len(backends)
         each = options.duration * min(workers, count) / count
         shares = [dataclasses.replace(share, duration=each) for share in shares]
     items = []
     for family in options.families:
-        for index, share in enumerate(shares):
-            name = family if options.shards == 1 else f"{family}[{index}]"
-            items.append(
-                CampaignItem.from_parent(
-                    session_,
-                    name=name,
-                    nodeid=f"cgraph::{name}",
-                    family=family,
-                    options=options,
-                    seed=seed,
-                    budget=share,
+        for backend in backends:
+            for index, share in enumerate(shares):
+                shard = [str(index)] if options.shards > 1 else []
+                seed_name = family + "".join(f"[{part}]" for part in shard)
+                labels = [backend, *shard] if len(backends) > 1 else shard
+                name = family + (f"[{'-'.join(labels)}]" if labels else "")
+                items.append(
+                    CampaignItem.from_parent(
+                        session_,
+                        name=name,
+                        nodeid=f"cgraph::{name}",
+                        family=family,
+                        options=options,
+                        seed=seed,
+                        budget=share,
+                        backend=backend,
+                        seed_name=f"cgraph::{seed_name}",
+                    )
                 )
-            )
     return items

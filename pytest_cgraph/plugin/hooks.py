@@ -79,7 +79,8 @@ def _check_backend_and_device(options: CgraphOptions) -> None:
     from pytest_cgraph.errors import ConfigurationError
 
     try:
-        check_backend(options.backend)
+        for backend in options.campaign_backends:
+            check_backend(backend)
         check_device(options.device)
     except ConfigurationError as exc:
         raise pytest.UsageError(f"pytest-cgraph: {exc}") from None
@@ -157,7 +158,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         repro_dir=options.repro_dir,
         report=options.report,
         run={
-            "backend": options.backend,
+            # The names as given: one name for a run on one backend.
+            "backend": ",".join(options.campaign_backends),
             "device": session_device(config),
             "iters": options.iters,
             "seed": config.stash[SEED_KEY],
@@ -199,7 +201,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if options.shards > 1:
         budget += f" in {options.shards} shards per family"
     lines = [
-        f"cgraph: backend={options.backend} device={device} iters={options.iters} {budget} "
+        f"cgraph: backend={','.join(options.campaign_backends)} device={device} "
+        f"iters={options.iters} {budget} "
         f"{capture} seed={seed} (rerun with --cgraph-seed={seed})"
     ]
     if options.baseline:
@@ -468,7 +471,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     seed = config.stash[SEED_KEY]
     device = session.device(config)
     terminalreporter.write_line(
-        f"backend {options.backend}, device {device}, {options.iters} iterations, seed {seed}"
+        f"backend {','.join(options.campaign_backends)}, device {device}, "
+        f"{options.iters} iterations, seed {seed}"
     )
     for line in summary_lines(total, wall, [op.name for op in OPS]):
         terminalreporter.write_line(line)

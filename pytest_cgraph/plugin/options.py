@@ -71,8 +71,9 @@ OPTIONS = (
     ),
     Option(
         "--cgraph-backend",
-        "torch.compile backend name, reduce-overhead, max-autotune, or package.module:attr "
-        f"(default: {DEFAULT_BACKEND})",
+        "torch.compile backend name, reduce-overhead, max-autotune, or package.module:attr; "
+        "a comma-separated list gives the campaign's budget to each in turn (the first "
+        f"checks marked tests and the fixture) (default: {DEFAULT_BACKEND})",
         DEFAULT_BACKEND,
     ),
     Option("--cgraph-device", f"auto, cpu, cuda or cuda:N (default: {DEFAULT_DEVICE})", "auto"),
@@ -201,6 +202,7 @@ class CgraphOptions:
     """Validated settings of a session: command line over ini over defaults."""
 
     enabled: bool
+    #: The backend marked tests, the fixture and repro replays use: the first named.
     backend: str
     device: str
     iters: int
@@ -220,6 +222,13 @@ class CgraphOptions:
     shards: int = 1
     database: DatabaseSpec | None = None
     report_html: Path | None = None
+    #: Every backend named, in order: the campaign hunts on each (empty: ``backend`` alone).
+    backends: tuple[str, ...] = ()
+
+    @property
+    def campaign_backends(self) -> tuple[str, ...]:
+        """The backends the campaign spreads its budget over."""
+        return self.backends or (self.backend,)
 
 
 OPTIONS_KEY = pytest.StashKey[CgraphOptions]()
@@ -247,12 +256,12 @@ def read_options(config: pytest.Config) -> CgraphOptions:
             flag = "--" + dest.replace("_", "-")
             raise pytest.UsageError(f"{flag}: {error} (from {where})") from None
 
-    if not text("cgraph_backend"):
-        raise pytest.UsageError("--cgraph-backend: empty name; give a torch.compile backend")
+    backends = checked("cgraph_backend", _backends)
     report = text("cgraph_report")
     return CgraphOptions(
         enabled=bool(values["cgraph"][0]),
-        backend=text("cgraph_backend"),
+        backend=backends[0],
+        backends=backends,
         device=checked("cgraph_device", device_spec),
         iters=checked("cgraph_iters", lambda v: positive_int(v, "iterations")),
         examples=checked("cgraph_examples", lambda v: positive_int(v, "examples")),
@@ -299,6 +308,17 @@ def _seed(value: str) -> int:
         return int(value)
     except ValueError:
         raise ConfigurationError(f"the seed must be a whole number, got {value!r}") from None
+
+
+def _backends(value: str) -> tuple[str, ...]:
+    """``NAME`` or ``NAME,NAME,...``: each a backend, in the order given, once each."""
+    names = tuple(dict.fromkeys(part.strip() for part in value.split(",")))
+    if not value or "" in names:
+        raise ConfigurationError(
+            f"empty name in {value!r}; give a torch.compile backend, or several "
+            "separated by commas (cudagraphs,inductor)"
+        )
+    return names
 
 
 def _families(value: str) -> tuple[str, ...]:

@@ -51,6 +51,7 @@ KEY_TYPES: dict[str, str] = {
     "failures": "array",
     "known": "array",
     "families": "object",
+    "backends": "object",
     "features": "object",
     "skipped": "object",
     "invalid_reasons": "object",
@@ -181,6 +182,13 @@ def _number(value: Any) -> float | None:
 def _text(value: Any, missing: str = "—") -> str:
     """A value as escaped text; ``missing`` for an absent one."""
     return html.escape(missing if value is None or value == "" else str(value))
+
+
+def _backend_of(failure: dict[str, Any]) -> Any:
+    """The backend a failure was found on; reports before the ``backend`` key hold it
+    in the case alone."""
+    case = failure.get("case")
+    return failure.get("backend") or (case.get("backend") if isinstance(case, dict) else None)
 
 
 def _plain_count(value: Any) -> str:
@@ -735,6 +743,7 @@ def _signatures(data: Mapping[str, Any], run_dir: str | None, html_dir: Path | N
             f"<tr><td>{_badge(failure.get('severity'))}</td>"
             f"<td class='signature'>{_text(signature)}{_program(failure)}</td>"
             f"<td>{_text(failure.get('kind'))}</td><td>{_text(failure.get('family'))}</td>"
+            f"<td>{_text(_backend_of(failure))}</td>"
             f"<td class='n'>{_text(failure.get('iteration'))}</td>"
             f"<td>{_text(failure.get('place'))}</td><td>{_text(failure.get('layer'))}</td>"
             f"<td>{'yes' if failure.get('verified') else 'no'}</td>"
@@ -749,6 +758,7 @@ def _signatures(data: Mapping[str, Any], run_dir: str | None, html_dir: Path | N
                 "signature",
                 "kind",
                 "family",
+                "backend",
                 "iteration",
                 "place",
                 "layer",

@@ -141,6 +141,8 @@ class RunStats:
     captured: int = 0
     campaign: bool = False
     families: Counter[str] = field(default_factory=Counter)
+    #: Campaign programs checked per backend (a campaign may hunt on several).
+    backends: Counter[str] = field(default_factory=Counter)
     features: Counter[str] = field(default_factory=Counter)
     invalid_reasons: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
@@ -155,11 +157,16 @@ class RunStats:
     #: What each entry seen again is filed as (its bug, its severity).
     known_as: dict[KnownKey, KnownAs] = field(default_factory=dict)
 
-    def count_program(self, family: str, features: set[str], drawn: bool = True) -> None:
-        """A program was checked (whatever the verdict); ``drawn`` unless a shrink step."""
+    def count_program(
+        self, family: str, features: set[str], drawn: bool = True, backend: str | None = None
+    ) -> None:
+        """A program was checked (whatever the verdict); ``drawn`` unless a shrink step;
+        ``backend``: the campaign's backend it was checked on."""
         self.programs += 1
         self.drawn += int(drawn)
         self.families[family] += 1
+        if backend is not None:
+            self.backends[backend] += 1
         self.features.update(features)
 
     def count_invalid(self, reason: str) -> None:
@@ -208,6 +215,7 @@ class RunStats:
         self.captured += other.captured
         self.campaign = self.campaign or other.campaign
         self.families.update(other.families)
+        self.backends.update(other.backends)
         self.features.update(other.features)
         self.invalid_reasons.update(other.invalid_reasons)
         self.skipped.update(other.skipped)
@@ -302,6 +310,7 @@ class RunStats:
             "captured": self.captured,
             "campaign": self.campaign,
             "families": dict(self.families),
+            "backends": dict(self.backends),
             "features": dict(self.features),
             "invalid_reasons": dict(self.invalid_reasons),
             "skipped": dict(self.skipped),
@@ -340,6 +349,7 @@ class RunStats:
             captured=data["captured"],
             campaign=data.get("campaign", False),
             families=Counter(data["families"]),
+            backends=Counter(data.get("backends", {})),
             features=Counter(data["features"]),
             invalid_reasons=Counter(data["invalid_reasons"]),
             skipped=Counter(data["skipped"]),
@@ -412,6 +422,9 @@ def summary_lines(stats: RunStats, wall_seconds: float, known_ops: list[str]) ->
     if stats.campaign and stats.families:
         per_family = ", ".join(f"{name} {count}" for name, count in sorted(stats.families.items()))
         lines.append(f"per family: {per_family}")
+    if stats.campaign and len(stats.backends) > 1:
+        per_backend = ", ".join(f"{name} {count}" for name, count in stats.backends.items())
+        lines.append(f"per backend: {per_backend}")
     for reason, count in stats.invalid_reasons.most_common(3):
         lines.append(f"  invalid x{count}: {reason}")
     skipped = sum(stats.skipped.values())
@@ -453,9 +466,10 @@ def summary_lines(stats: RunStats, wall_seconds: float, known_ops: list[str]) ->
             where = repro.path
         else:
             where = f"{first.case.nodeid} ({repro.status if repro else 'no repro'})"
+        on = f" on {first.case.backend}" if len(stats.backends) > 1 else ""
         lines.append(
             f"  {severity_words(severity)}: {signature} "
-            f"({first.difference.kind}, {first.case.family}, iteration "
+            f"({first.difference.kind}, {first.case.family}{on}, iteration "
             f"{first.difference.iteration}, {stats.hits.get(signature, len(found))} failing "
             f"programs{'' if first.shrunk else ', not shrunk'}): {where}"
         )

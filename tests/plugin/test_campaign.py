@@ -288,6 +288,94 @@ def test_a_duration_is_shared_by_the_items(
     assert [item.budget.duration for item in lone] == [60.0] * 4
 
 
+def test_several_backends_split_a_duration_and_check_the_same_programs(
+    pytester: pytest.Pytester,
+) -> None:
+    from pytest_cgraph.plugin.campaign import make_items
+    from pytest_cgraph.plugin.options import read_options
+
+    def items_of(*args: str) -> list:
+        config = pytester.parseconfigure("--cgraph", "--cgraph-families=views,rng", *args)
+        return make_items(pytest.Session.from_config(config), read_options(config), seed=1)
+
+    both = items_of("--cgraph-backend=aot_eager, inductor", "--cgraph-duration=60s")
+    assert [item.nodeid for item in both] == [
+        "cgraph::views[aot_eager]",
+        "cgraph::views[inductor]",
+        "cgraph::rng[aot_eager]",
+        "cgraph::rng[inductor]",
+    ]
+    assert [item.backend for item in both] == ["aot_eager", "inductor"] * 2
+    # An equal share of the box each, however slowly a backend compiles.
+    assert [item.budget.duration for item in both] == [15.0] * 4
+    # Each backend draws the programs a run on it alone draws.
+    alone = items_of("--cgraph-backend=inductor")
+    assert [item.nodeid for item in alone] == ["cgraph::views", "cgraph::rng"]
+    assert [item.item_seed for item in both] == [alone[0].item_seed] * 2 + [
+        alone[1].item_seed
+    ] * 2
+    assert alone[0].item_seed != alone[1].item_seed
+    sharded = items_of("--cgraph-backend=aot_eager,inductor", "--cgraph-shards=2")
+    assert [item.nodeid for item in sharded][:4] == [
+        "cgraph::views[aot_eager-0]",
+        "cgraph::views[aot_eager-1]",
+        "cgraph::views[inductor-0]",
+        "cgraph::views[inductor-1]",
+    ]
+    shards_alone = items_of("--cgraph-backend=inductor", "--cgraph-shards=2")
+    assert sharded[3].item_seed == shards_alone[1].item_seed == sharded[1].item_seed
+    # --cgraph-examples is each backend's.
+    assert {item.budget.examples for item in items_of("--cgraph-backend=eager,aot_eager")} == {
+        100
+    }
+
+
+def test_a_campaign_on_two_backends_tells_which_one_failed(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(TESTS))
+    result = pytester.runpytest_subprocess(
+        "--cgraph",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "cgraph_doubles.faults",
+        "--cgraph-backend=eager,faulty_lost_input_mutation",
+        "--cgraph-families=mutation",
+        "--cgraph-examples=40",
+        "--cgraph-seed=3",
+        "--cgraph-report=r.json",
+        "-v",
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines_random(
+        [
+            "cgraph: backend=eager,faulty_lost_input_mutation device=cpu *",
+            # (``?`` for the brackets, which fnmatch reads as a character set)
+            "cgraph::mutation?eager? PASSED*",
+            "cgraph::mutation?faulty_lost_input_mutation? FAILED*",
+            "backend eager,faulty_lost_input_mutation, device cpu, 5 iterations, seed 3",
+            "per backend: eager *, faulty_lost_input_mutation *",
+            "  * (*, mutation on faulty_lost_input_mutation, iteration 3, * failing programs): "
+            "cgraph-repros/*.py",
+        ]
+    )
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert report["backend"] == "eager,faulty_lost_input_mutation"
+    # Both hunted; the failing one shrank too.
+    assert report["backends"]["eager"] >= 20
+    assert report["backends"]["faulty_lost_input_mutation"] > report["backends"]["eager"]
+    assert report["failures"]
+    assert {failure["backend"] for failure in report["failures"]} == {
+        "faulty_lost_input_mutation"
+    }
+    # Each repro replays on the backend that failed, and its rerun line runs that one alone.
+    for failure in report["failures"]:
+        text = (pytester.path / failure["repro"]).read_text()
+        assert "BACKEND = 'faulty_lost_input_mutation'" in text
+        assert "--cgraph-backend faulty_lost_input_mutation -k mutation" in text
+
+
 ON_A_TERMINAL = """
 import pytest
 

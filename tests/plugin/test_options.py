@@ -253,6 +253,19 @@ print("exit", int(code), sorted(m for m in ("torch", "torch._dynamo") if m in sy
             [],
         ),
         (
+            # every name of a list is checked, the second too
+            ["--cgraph-backend", "aot_eager,cudagraph"],
+            "ERROR: pytest-cgraph: unknown backend 'cudagraph'; valid: a backend name "
+            "(closest: 'cudagraphs'; all: python -m pytest_cgraph.backends) or package.module:attr",
+            [],
+        ),
+        (
+            ["--cgraph-backend", "aot_eager,,inductor"],
+            "ERROR: --cgraph-backend: empty name in 'aot_eager,,inductor'; give a torch.compile "
+            "backend, or several separated by commas (cudagraphs,inductor) (from command line)",
+            [],
+        ),
+        (
             ["--cgraph-database", "notes.txt"],
             "ERROR: --cgraph-database: '*notes.txt' is a file; give a directory",
             [],

@@ -108,4 +108,6 @@ def test_a_new_failure_is_counted_and_shown_by_its_severity(pytester: pytest.Pyt
     page = (pytester.path / "r.html").read_text()
     row = page.split('id="signatures"', 1)[1].split("<tbody><tr>", 1)[1].split("</tr>", 1)[0]
     assert row.startswith('<td><span class="badge silent"')
+    # kind, family, then the backend that failed: the marker's own
+    assert "<td>value</td><td>marker</td><td>relu_accuracy_error_TESTING_ONLY</td>" in row
     assert 'id="new-severities"' in page
