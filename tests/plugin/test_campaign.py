@@ -311,9 +311,7 @@ def test_several_backends_split_a_duration_and_check_the_same_programs(
     # Each backend draws the programs a run on it alone draws.
     alone = items_of("--cgraph-backend=inductor")
     assert [item.nodeid for item in alone] == ["cgraph::views", "cgraph::rng"]
-    assert [item.item_seed for item in both] == [alone[0].item_seed] * 2 + [
-        alone[1].item_seed
-    ] * 2
+    assert [item.item_seed for item in both] == [alone[0].item_seed] * 2 + [alone[1].item_seed] * 2
     assert alone[0].item_seed != alone[1].item_seed
     sharded = items_of("--cgraph-backend=aot_eager,inductor", "--cgraph-shards=2")
     assert [item.nodeid for item in sharded][:4] == [
@@ -325,9 +323,7 @@ def test_several_backends_split_a_duration_and_check_the_same_programs(
     shards_alone = items_of("--cgraph-backend=inductor", "--cgraph-shards=2")
     assert sharded[3].item_seed == shards_alone[1].item_seed == sharded[1].item_seed
     # --cgraph-examples is each backend's.
-    assert {item.budget.examples for item in items_of("--cgraph-backend=eager,aot_eager")} == {
-        100
-    }
+    assert {item.budget.examples for item in items_of("--cgraph-backend=eager,aot_eager")} == {100}
 
 
 def test_a_campaign_on_two_backends_tells_which_one_failed(
@@ -366,9 +362,7 @@ def test_a_campaign_on_two_backends_tells_which_one_failed(
     assert report["backends"]["eager"] >= 20
     assert report["backends"]["faulty_lost_input_mutation"] > report["backends"]["eager"]
     assert report["failures"]
-    assert {failure["backend"] for failure in report["failures"]} == {
-        "faulty_lost_input_mutation"
-    }
+    assert {failure["backend"] for failure in report["failures"]} == {"faulty_lost_input_mutation"}
     # Each repro replays on the backend that failed, and its rerun line runs that one alone.
     for failure in report["failures"]:
         text = (pytester.path / failure["repro"]).read_text()
