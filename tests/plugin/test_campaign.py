@@ -146,6 +146,25 @@ def test_unknown_family_is_a_usage_error(pytester: pytest.Pytester) -> None:
     )
 
 
+def faulty_mutation_campaign(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, backends: str, *args: str
+) -> pytest.RunResult:
+    """A mutation campaign (seed 3) on ``backends``, the fault doubles loaded."""
+    monkeypatch.setenv("PYTHONPATH", str(TESTS))
+    return pytester.runpytest_subprocess(
+        "--cgraph",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "cgraph_doubles.faults",
+        f"--cgraph-backend={backends}",
+        "--cgraph-families=mutation",
+        "--cgraph-examples=40",
+        "--cgraph-seed=3",
+        *args,
+    )
+
+
 # The costliest test of the suite: a 40-program hunt that shrinks the fault
 # and the torch bugs found beside it, verifies every repro, then runs each.
 # The default suite covers a campaign's fault, repro and regression run
@@ -154,18 +173,7 @@ def test_unknown_family_is_a_usage_error(pytester: pytest.Pytester) -> None:
 def test_broken_backend_from_a_plugin_fails_with_a_shrunk_program(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("PYTHONPATH", str(TESTS))
-    result = pytester.runpytest_subprocess(
-        "--cgraph",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "cgraph_doubles.faults",
-        "--cgraph-backend=faulty_lost_input_mutation",
-        "--cgraph-families=mutation",
-        "--cgraph-examples=40",
-        "--cgraph-seed=3",
-    )
+    result = faulty_mutation_campaign(pytester, monkeypatch, "faulty_lost_input_mutation")
     result.assert_outcomes(failed=1)
     # The lost write shows first either in the argument itself or in an
     # output computed from it; either way at the first replay. The campaign
@@ -329,17 +337,12 @@ def test_several_backends_split_a_duration_and_check_the_same_programs(
 def test_a_campaign_on_two_backends_tells_which_one_failed(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("PYTHONPATH", str(TESTS))
-    result = pytester.runpytest_subprocess(
-        "--cgraph",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "cgraph_doubles.faults",
-        "--cgraph-backend=eager,faulty_lost_input_mutation",
-        "--cgraph-families=mutation",
-        "--cgraph-examples=40",
-        "--cgraph-seed=3",
+    result = faulty_mutation_campaign(
+        pytester,
+        monkeypatch,
+        "eager,faulty_lost_input_mutation",
+        "--cgraph-examples=10",
+        "--cgraph-shrink-seconds=2",
         "--cgraph-report=r.json",
         "-v",
     )
@@ -359,7 +362,7 @@ def test_a_campaign_on_two_backends_tells_which_one_failed(
     report = json.loads((pytester.path / "r.json").read_text())
     assert report["backend"] == "eager,faulty_lost_input_mutation"
     # Both hunted; the failing one shrank too.
-    assert report["backends"]["eager"] >= 20
+    assert report["backends"]["eager"] >= 5
     assert report["backends"]["faulty_lost_input_mutation"] > report["backends"]["eager"]
     assert report["failures"]
     assert {failure["backend"] for failure in report["failures"]} == {"faulty_lost_input_mutation"}
