@@ -340,9 +340,9 @@ def make_items(
         for backend in backends:
             for index, share in enumerate(shares):
                 shard = [str(index)] if options.shards > 1 else []
-                seed_name = family + "".join(f"[{part}]" for part in shard)
-                labels = [backend, *shard] if len(backends) > 1 else shard
+                labels = ([backend] if len(backends) > 1 else []) + shard
                 name = family + (f"[{'-'.join(labels)}]" if labels else "")
+                seed_name = family + (f"[{index}]" if shard else "")
                 items.append(
                     CampaignItem.from_parent(
                         session_,
