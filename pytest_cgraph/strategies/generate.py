@@ -10,6 +10,7 @@ Shrinking replays the same draws, so a shrunk program is valid too.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 import random
 import warnings
@@ -105,6 +106,10 @@ _AMBIENT = st.sampled_from(("autocast", "no_grad", "inference_mode"))
 #: backward instead of saving them, as training scripts ask to save memory).
 _MEMORY_BUDGET = st.sampled_from((0.0, 0.5))
 _MEMORY_BUDGET_SETTING = "torch._functorch.config.activation_memory_budget"
+#: The setting under which Dynamo traces a class statement instead of breaking
+#: the graph there: a program with a ``local_class`` statement compiles with it,
+#: or that statement would test nothing but a graph break.
+TRACE_BUILD_CLASS = "torch._dynamo.config.enable_trace_load_build_class"
 _OPTIMIZER = st.sampled_from(OPTIMIZERS)
 _MODULE_HOOK = st.sampled_from(MODULE_HOOKS)
 _LAYOUT = st.sampled_from(LAYOUTS)
@@ -259,6 +264,10 @@ def _programs(
             statements = opening + _draw_statements(
                 draw, (basic, own), strata, variables, env, min_statements, max_statements
             )
+    if any(statement.op == "local_class" for statement in statements) and _has_setting(
+        TRACE_BUILD_CLASS
+    ):
+        compile_config = (*compile_config, (TRACE_BUILD_CLASS, True))
     outputs = _draw_outputs(draw, variables)
     features = _output_features(outputs, variables, inputs)
     feedback = _feedback(outputs, variables, inputs) if schedule == "feedback" else None
@@ -282,6 +291,12 @@ def _programs(
         compile_config=compile_config,
         features=frozenset({f"family:{family}", *features}),
     )
+
+
+def _has_setting(name: str) -> bool:
+    """Whether this torch has the compile setting ``name`` (a full dotted name)."""
+    module, _, key = name.rpartition(".")
+    return hasattr(importlib.import_module(module), key)
 
 
 #: What torch's global generator is seeded with while a program is drawn.

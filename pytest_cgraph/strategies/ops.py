@@ -723,6 +723,66 @@ def _python_state(ctx: Context) -> tuple[list[str], bool] | None:
     return [line.format(h=holder, v=ctx.new_name, x=ctx.x) for line in steps], True
 
 
+#: ``module_state`` steps: each rebinds the module's ``STATE`` before it reads
+#: it. Both sides of a check run one module's functions, so a read of state
+#: bound by an earlier call would read the other side's; bound first, each
+#: read sees only its own call's binding.
+_MODULE_STATE_STEPS = (
+    # Rebound, then read inside a nested_compile_region.
+    ("set_state({x})", "{v} = region_state({x})"),
+    # Rebound to a value computed here, then read directly.
+    ("set_state({x} * 2)", "{v} = {x} + STATE"),
+    # Read through a plain helper.
+    ("set_state({x} + 1)", "{v} = get_state() * {x}"),
+    # A region called again after the state it reads was rebound: a region is
+    # traced once and reused, which is what it is for.
+    (
+        "set_state({x})",
+        "{v} = region_state({x})",
+        "set_state({v} + 1)",
+        "{v} = {v} + region_state({x})",
+    ),
+)
+
+
+def _module_state(ctx: Context) -> tuple[list[str], bool]:
+    # State kept in a module global that the program rebinds: Dynamo must
+    # replay the store and read the rebound value everywhere, inside a
+    # nested_compile_region (traced once, reused) too.
+    steps = ctx.draw(st.sampled_from(_MODULE_STATE_STEPS))
+    return [line.format(v=ctx.new_name, x=ctx.x) for line in steps], True
+
+
+#: ``local_class`` steps: a class built inside the call, its state used at once.
+_LOCAL_CLASS_STEPS = (
+    # A class-level list appended to, its length read.
+    ("class Local:", "    items = []", "Local.items.append(1)", "{v} = {x} * len(Local.items)"),
+    # A class-level count rebound, then read.
+    ("class Local:", "    count = 0", "Local.count += 1", "{v} = {x} + Local.count"),
+    # A method of an instance of it.
+    ("class Local:", "    def scale(self, t):", "        return t * 2", "{v} = Local().scale({x})"),
+    # A class-level list appended to on both sides of a graph break: the
+    # resumed code must see the class as the first graph left it.
+    (
+        "class Local:",
+        "    items = []",
+        "Local.items.append(1)",
+        "torch._dynamo.graph_break()",
+        "Local.items.append(2)",
+        "{v} = {x} * len(Local.items)",
+    ),
+)
+
+
+def _local_class(ctx: Context) -> tuple[list[str], bool]:
+    # A class statement inside the compiled function. Dynamo traces it only
+    # under a setting (the program then compiles with it: see
+    # generate.TRACE_BUILD_CLASS) and must keep what the call does to the
+    # class's state, as eager does.
+    steps = ctx.draw(st.sampled_from(_LOCAL_CLASS_STEPS))
+    return [line.format(v=ctx.new_name, x=ctx.x) for line in steps], True
+
+
 def _where_scalar(ctx: Context) -> tuple[list[str], bool] | None:
     scalars = [v.name for v in ctx.variables if v.origin == "scalar"]
     if not scalars:
@@ -1374,6 +1434,14 @@ OPS: tuple[OpSpec, ...] = (
     # own shifted rows; and the out-of-place scatters of a view.
     OpSpec("slice_assign", "inplace", INDEXING, _writable(_rank_at_least(1)), _slice_assign),
     OpSpec("slice_scatter", "outplace", INDEXING, _rank_at_least(1), _scatter_outplace),
+    # A module global rebound by the program and read back, directly, through
+    # a helper and inside a nested_compile_region.
+    OpSpec("module_state", "python", _families("schedules"), _tensor, _module_state),
+    # A class built inside the call, its class-level state and methods used.
+    # schedules only: its programs compile under a setting of their own, and,
+    # like the memory budget, a compile setting is not drawn in mixed (it kept
+    # mixed programs from shrinking to one input).
+    OpSpec("local_class", "python", frozenset({"schedules"}), _tensor, _local_class),
 )
 
 

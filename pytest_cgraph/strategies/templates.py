@@ -248,6 +248,32 @@ def recorder_class(items):
     return Recorder
 """
 
+#: The module-level state ``module_state`` statements rebind and read, keyed by
+#: each of its calls (every such statement starts with ``set_state(``).
+MODULE_STATE = """
+# Module-level state a step function keeps in a global: the program rebinds it
+# through a helper and reads it directly, through a helper, and inside a
+# nested_compile_region. Compiled code must read the value bound last, not the
+# one it traced, however often a region traced once is called again.
+STATE = torch.zeros(())
+
+
+def set_state(value):
+    global STATE
+    STATE = value
+
+
+def get_state():
+    return STATE
+
+
+@torch.compiler.nested_compile_region
+def region_state(x):
+    return x + STATE
+"""
+for _call in ("set_state(", "get_state(", "region_state("):
+    TEMPLATES[_call] = MODULE_STATE
+
 _CALLS = re.compile("|".join(re.escape(call) for call in TEMPLATES))
 
 

@@ -24,6 +24,7 @@ from pytest_cgraph.registry.entries import (
 )
 from pytest_cgraph.registry.hazards import hazard_of
 from pytest_cgraph.strategies import draw_programs
+from pytest_cgraph.strategies.generate import TRACE_BUILD_CLASS
 from pytest_cgraph.strategies.program import MODULE_HOOKS
 from pytest_cgraph.strategies.templates import HOLDER, TEMPLATES
 
@@ -107,8 +108,8 @@ def test_a_drawn_program_with_a_generator_imports_random() -> None:
 
 
 def test_hooks_registered_between_calls_are_calls_of_the_program() -> None:
-    # Drawn a quarter as often as other schedules: 8 of these 300.
-    drawn = draw_programs(300, seed=3, families=("schedules",))
+    # Drawn a quarter as often as other schedules: 14 of these 300.
+    drawn = draw_programs(300, seed=2, families=("schedules",))
     hooked = [p for p in drawn if p.schedule == "module_hooks"]
     assert hooked, "no module_hooks schedule in 300 schedules programs"
     for program in hooked:
@@ -402,3 +403,135 @@ def test_a_holder_s_state_lost_by_compiling_is_a_difference_torch_makes(
     difference = raised.value.difference
     assert difference.iteration == iteration
     assert difference.kind in (Kind.VALUE, Kind.MUTATION)
+
+
+def _module_state_program(body: str) -> str:
+    """A program over the generator's module state, its inputs changing each call."""
+    return f"""
+import torch
+
+{TEMPLATES["set_state("]}
+
+def program(a0):
+{body}
+
+
+def inputs(k):
+    return (torch.full((2,), float(k)),)
+
+
+FRESH_INPUTS = True
+"""
+
+
+#: Each read follows its own rebind: directly, through a helper, inside a region.
+MODULE_STATE_READS = _module_state_program(
+    "    set_state(a0 * 2)\n"
+    "    v0 = a0 + STATE\n"
+    "    set_state(a0 + 1)\n"
+    "    v1 = get_state() * a0\n"
+    "    set_state(v1)\n"
+    "    v2 = region_state(v1)\n"
+    "    return (v0, v1, v2)"
+)
+
+#: A region called again after the global it reads was rebound.
+MODULE_STATE_REUSED = _module_state_program(
+    "    set_state(a0)\n"
+    "    v0 = region_state(a0)\n"
+    "    set_state(v0 + 1)\n"
+    "    v0 = v0 + region_state(a0)\n"
+    "    return (v0,)"
+)
+
+
+def test_module_state_is_drawn_and_rebound_before_each_read() -> None:
+    drawn = draw_programs(400, seed=3, families=("schedules",))
+    stateful = [p for p in drawn if "module_state" in p.all_features()]
+    assert stateful, "no module_state statement in 400 schedules programs"
+    for program in stateful:
+        assert "def set_state(value):" in program.render()
+        for statement in program.statements:
+            if statement.op == "module_state":
+                # Both sides run one module: a read of an earlier call's
+                # binding would read the other side's.
+                assert statement.lines[0].startswith("set_state(")
+    assert any("region_state(" in p.render_body() for p in stateful)
+
+
+def test_module_state_read_after_its_own_rebind_agrees_on_both_sides() -> None:
+    report = check_source(MODULE_STATE_READS, backend="eager", iters=3)
+    assert report.iterations == 3 and report.tensor_outputs == 3
+
+
+def test_a_program_using_module_state_names_its_helpers() -> None:
+    assert {"set_state", "region_state"} <= program_ops(MODULE_STATE_REUSED)
+
+
+@known_here("nested-region-rebound-global")
+def test_a_region_reused_after_its_global_was_rebound_is_a_difference_torch_makes() -> None:
+    with pytest.raises(EquivalenceError) as raised:
+        check_source(MODULE_STATE_REUSED, backend="eager", iters=2)
+    difference = raised.value.difference
+    assert difference.iteration == 1
+    assert difference.kind is Kind.VALUE
+
+
+def _local_class_program(body: str) -> str:
+    """A program that builds a class inside the call, compiled as the generator
+    compiles one (with the setting under which Dynamo traces a class statement)."""
+    return f"""
+import torch
+
+
+def program(a0):
+{body}
+
+
+def inputs(k):
+    return (torch.ones(3),)
+
+
+COMPILE_CONFIG = {{{TRACE_BUILD_CLASS!r}: True}}
+"""
+
+
+LOCAL_CLASS_COUNT = _local_class_program(
+    "    class Local:\n"
+    "        count = 0\n"
+    "        def scale(self, t):\n"
+    "            return t * 2\n"
+    "    Local.count += 1\n"
+    "    return (Local().scale(a0) + Local.count,)"
+)
+
+LOCAL_CLASS_APPEND = _local_class_program(
+    "    class Local:\n"
+    "        items = []\n"
+    "    Local.items.append(1)\n"
+    "    return (a0 * len(Local.items),)"
+)
+
+
+def test_a_class_built_in_the_call_is_drawn_and_compiled_with_its_setting() -> None:
+    drawn = draw_programs(400, seed=3, families=("schedules",))
+    with_class = [p for p in drawn if "local_class" in p.all_features()]
+    assert with_class, "no local_class statement in 400 schedules programs"
+    assert all((TRACE_BUILD_CLASS, True) in p.compile_config for p in with_class)
+    assert all(
+        TRACE_BUILD_CLASS not in dict(p.compile_config) for p in drawn if p not in with_class
+    )
+    assert all("    class Local:" in p.render_body() for p in with_class)
+
+
+def test_a_class_built_in_the_call_whose_count_is_rebound_agrees() -> None:
+    report = check_source(LOCAL_CLASS_COUNT, backend="eager", iters=2)
+    assert report.compiles >= 1 and report.tensor_outputs == 1
+
+
+@known_here("dynamo-local-class-attribute-mutation-lost")
+def test_an_append_to_a_class_built_in_the_call_lost_is_a_difference_torch_makes() -> None:
+    with pytest.raises(EquivalenceError) as raised:
+        check_source(LOCAL_CLASS_APPEND, backend="eager", iters=2)
+    difference = raised.value.difference
+    assert difference.iteration == 1 and difference.kind is Kind.VALUE
