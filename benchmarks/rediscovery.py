@@ -259,10 +259,22 @@ def meetings(bug: CorpusBug, reports: list[tuple[Path, dict[str, Any]]]) -> list
             for entry in data.get("known") or []
             if entry.get("bug") in bug.known_as and entry.get("hits", 0) > 0
         ]
-        if hits:
-            timed = [(_entry_seconds(firsts, entry), entry["signature"]) for entry in hits]
+        if not hits:
+            continue
+        # A campaign shared by several backends tells which of them met each
+        # entry, and when: a meeting per backend. Older reports do not.
+        told = {
+            str(backend): [entry for entry in hits if (entry.get("backends") or {}).get(backend)]
+            for entry in hits
+            for backend in entry.get("backends") or {}
+        }
+        for backend, entries in told.items() or [(str(data.get("backend")), hits)]:
+            timed = [
+                (_entry_seconds(firsts, entry, backend if told else None), entry["signature"])
+                for entry in entries
+            ]
             seconds, signature = min(timed, key=lambda pair: pair[0] or float("inf"))
-            found.append(Meeting(path, str(data.get("backend")), seconds, signature))
+            found.append(Meeting(path, backend, seconds, signature))
     return found
 
 
@@ -326,10 +338,16 @@ def recognised(
     return found
 
 
-def _entry_seconds(firsts: dict[Any, float], entry: dict[str, Any]) -> float | None:
-    """When a report's known entry was first met (by signature alone in a report
-    written before entries were told apart)."""
-    return firsts.get((entry["signature"], entry.get("repro"))) or firsts.get(entry["signature"])
+def _entry_seconds(
+    firsts: dict[Any, float], entry: dict[str, Any], backend: str | None = None
+) -> float | None:
+    """When a report's known entry was first met (on ``backend``, where the report
+    tells backends apart; by signature alone in a report written before entries
+    were told apart)."""
+    key = (entry["signature"], entry.get("repro"))
+    if backend is not None and (*key, backend) in firsts:
+        return firsts[(*key, backend)]
+    return firsts.get(key) or firsts.get(entry["signature"])
 
 
 def _first_seconds(data: dict[str, Any]) -> dict[Any, float]:
@@ -339,9 +357,12 @@ def _first_seconds(data: dict[str, Any]) -> dict[Any, float]:
     signatures alone."""
     firsts: dict[Any, float] = {}
     for entry in data.get("timeline") or []:
-        repro = entry.get("repro")
+        repro, backend = entry.get("repro"), entry.get("backend")
         key = entry.get("signature") if repro is None else (entry.get("signature"), repro)
         firsts.setdefault(key, entry.get("seconds"))
+        if repro is not None and backend is not None:
+            # Each backend's first meeting of the entry, beside the entry's first.
+            firsts.setdefault((entry.get("signature"), repro, backend), entry.get("seconds"))
     return firsts
 
 

@@ -422,7 +422,9 @@ class Hunt:
         """A new failure, or ``None``: passed, invalid, or one already known or found."""
         judgement = self.judge(case, outcome)
         known = judgement.known
-        self.stats.count_outcome(outcome, str(known.path) if known is not None else None)
+        self.stats.count_outcome(
+            outcome, str(known.path) if known is not None else None, case.backend
+        )
         if judgement.ruling.differs:
             self._differing.add(case.source)
         if judgement.ruling in (Ruling.KNOWN, Ruling.FOUND):

@@ -141,7 +141,7 @@ class LiveRun:
     _stored: dict[tuple[str, str], ReproResult] = field(default_factory=dict)
     #: What became of each failure's repro here, verified or not: what its text shows.
     _latest: dict[tuple[str, str], ReproResult] = field(default_factory=dict)
-    _seen: set[str | tuple[str, str]] = field(default_factory=set)
+    _seen: set[str | tuple[str, ...]] = field(default_factory=set)
     _last_write: float | None = None
     _last_sample: float | None = None
 
@@ -239,11 +239,17 @@ class LiveRun:
         """Findings over time: when each new signature, and each known bug's registry
         entry (one broad signature is several known bugs), was first seen, and after
         how many programs."""
-        seen_now: dict[str | tuple[str, str], dict[str, Any]] = {
+        seen_now: dict[str | tuple[str, ...], dict[str, Any]] = {
             signature: {"signature": signature, "new": True} for signature in stats.hits
         }
         for signature, repro in stats.known_hits:
-            seen_now[(signature, repro)] = {"signature": signature, "new": False, "repro": repro}
+            event = {"signature": signature, "new": False, "repro": repro}
+            backends = stats.known_backends.get((signature, repro))
+            if not backends:
+                seen_now[(signature, repro)] = event
+            # Told per backend: when each backend of a shared campaign first met it.
+            for backend in backends or ():
+                seen_now[(signature, repro, backend)] = {**event, "backend": backend}
         fresh = [key for key in seen_now if key not in self._seen]
         if not fresh:
             return

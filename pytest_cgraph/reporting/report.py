@@ -31,6 +31,7 @@ import json
 import math
 import os
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -467,7 +468,15 @@ def _findings_chart(data: Mapping[str, Any]) -> str:
         (entry for entry in timeline if _number(entry.get("seconds")) is not None),
         key=lambda entry: entry["seconds"],
     )
+    plotted: set[tuple[Any, Any]] = set()
     for entry in events:
+        # A shared campaign tells when each backend first met a known entry:
+        # the chart counts the entry once, at its first meeting.
+        if entry.get("new") is not True:
+            key = (entry.get("signature"), entry.get("repro"))
+            if key in plotted:
+                continue
+            plotted.add(key)
         line = found[entry.get("new") is True]
         seconds = float(entry["seconds"])
         line.points.append((seconds, float(len(line.points) + 1)))
@@ -706,10 +715,14 @@ def _known_groups(entries: Iterable[Mapping[str, Any]]) -> list[list[Mapping[str
 
 
 def _known_row(
-    group: Sequence[Mapping[str, Any]], run_dir: str | None, html_dir: Path | None
+    group: Sequence[Mapping[str, Any]],
+    run_dir: str | None,
+    html_dir: Path | None,
+    several_backends: bool = False,
 ) -> str:
     """One known bug seen again: its severity, id and title, its signatures, their hits
-    summed and their registry files."""
+    summed (and, in a campaign of several backends, per backend) and their registry
+    files."""
     first = group[0]
     bug = (
         f"<b>{_text(first.get('bug'))}</b><br>{_text(first.get('title'))}"
@@ -718,10 +731,25 @@ def _known_row(
     )
     counts = [count for entry in group if (count := _number(entry.get("hits"))) is not None]
     hits = sum(counts) if counts else None
+    # A campaign shared by several backends: how many of them each backend met.
+    by_backend: Counter[str] = Counter()
+    for entry in group:
+        backends = entry.get("backends")
+        if isinstance(backends, dict):
+            by_backend.update(
+                {str(name): int(n) for name, n in backends.items() if _number(n) is not None}
+            )
+    told = (
+        "<br><small>"
+        + ", ".join(f"{_text(name)} {n}" for name, n in sorted(by_backend.items()))
+        + "</small>"
+        if several_backends and by_backend
+        else ""
+    )
     return (
         f"<tr><td>{_badge(first.get('severity'))}</td><td>{bug}</td>"
         f"<td class='signature'>{'<br>'.join(_text(entry.get('signature')) for entry in group)}"
-        f"</td><td class='n'>{_count(hits)}</td>"
+        f"</td><td class='n'>{_count(hits)}{told}</td>"
         f"<td>{'<br>'.join(_link(entry.get('repro'), run_dir, html_dir) for entry in group)}"
         "</td></tr>"
     )
@@ -778,7 +806,10 @@ def _signatures(data: Mapping[str, Any], run_dir: str | None, html_dir: Path | N
         known = _table(
             "known",
             ("severity", "bug", "signature", "hits", "repro"),
-            (_known_row(group, run_dir, html_dir) for group in groups),
+            (
+                _known_row(group, run_dir, html_dir, len(data.get("backends") or {}) > 1)
+                for group in groups
+            ),
         )
     else:
         known = '<p class="note" id="known">No known signature seen again.</p>'

@@ -156,6 +156,9 @@ class RunStats:
     known_hits: Counter[KnownKey] = field(default_factory=Counter)
     #: What each entry seen again is filed as (its bug, its severity).
     known_as: dict[KnownKey, KnownAs] = field(default_factory=dict)
+    #: Failing programs of known bugs per registry entry and campaign backend: a
+    #: campaign shared by several backends says which of them met each bug.
+    known_backends: dict[KnownKey, Counter[str]] = field(default_factory=dict)
 
     def count_program(
         self, family: str, features: set[str], drawn: bool = True, backend: str | None = None
@@ -181,29 +184,38 @@ class RunStats:
         self.skipped.update(report.skip_reasons)
 
     def count_hit(
-        self, signature: str, known_repro: str | None = None, severity: Severity | None = None
+        self,
+        signature: str,
+        known_repro: str | None = None,
+        severity: Severity | None = None,
+        backend: str | None = None,
     ) -> None:
-        """A failing program; ``known_repro`` is the registry file of a known one, and
-        ``severity`` that of its difference (a bug's own severity takes its place)."""
+        """A failing program; ``known_repro`` is the registry file of a known one,
+        ``severity`` that of its difference (a bug's own severity takes its place),
+        and ``backend`` the campaign's backend it failed on."""
         if known_repro is None:
             self.hits[signature] += 1
         else:
             key = (signature, known_repro)
             self.known_hits[key] += 1
+            if backend is not None:
+                self.known_backends.setdefault(key, Counter())[backend] += 1
             if self.known_as.get(key, KnownAs()).severity is None:
                 self.known_as[key] = filing_of(known_repro, severity)
 
-    def count_outcome(self, outcome: Outcome, known_repro: str | None = None) -> None:
+    def count_outcome(
+        self, outcome: Outcome, known_repro: str | None = None, backend: str | None = None
+    ) -> None:
         """What checking one program gave: an invalid program, a pass's compile and
         capture counts, or a failing program (``known_repro``: the registry file of a
-        known one)."""
+        known one; ``backend``: the campaign's backend it was checked on)."""
         if outcome.verdict is Verdict.INVALID:
             self.count_invalid(outcome.reason)
         elif outcome.report is not None:
             self.count_report(outcome.report)
         elif outcome.difference is not None:
             difference = outcome.difference
-            self.count_hit(difference.signature, known_repro, severity_of(difference))
+            self.count_hit(difference.signature, known_repro, severity_of(difference), backend)
 
     def merge(self, other: RunStats) -> None:
         """Add ``other``'s counts to these."""
@@ -222,6 +234,8 @@ class RunStats:
         self.failures.extend(other.failures)
         self.hits.update(other.hits)
         self.known_hits.update(other.known_hits)
+        for key, backends in other.known_backends.items():
+            self.known_backends.setdefault(key, Counter()).update(backends)
         for key, filed in other.known_as.items():
             mine = self.known_as.get(key)
             if mine is None or (mine.bug is None and filed.bug is not None):
@@ -260,6 +274,7 @@ class RunStats:
             group = groups.setdefault(grouping, KnownGroup(filed))
             group.signatures.setdefault(signature, repro)
             group.hits += self.known_hits[key]
+            group.backends.update(self.known_backends.get(key, {}))
         return sorted(
             groups.values(),
             key=lambda group: (
@@ -328,6 +343,11 @@ class RunStats:
                     "hits": hits,
                     "repro": repro,
                     **self.filed_as((signature, repro)).to_json(),
+                    **(
+                        {"backends": dict(self.known_backends[(signature, repro)])}
+                        if (signature, repro) in self.known_backends
+                        else {}
+                    ),
                 }
                 for (signature, repro), hits in sorted(self.known_hits.items())
             ],
@@ -361,6 +381,11 @@ class RunStats:
             known_as={
                 (entry["signature"], entry["repro"]): KnownAs.from_json(entry) for entry in known
             },
+            known_backends={
+                (entry["signature"], entry["repro"]): Counter(entry["backends"])
+                for entry in known
+                if entry.get("backends")
+            },
         )
 
 
@@ -372,6 +397,8 @@ class KnownGroup:
     filed: KnownAs
     signatures: dict[str, str] = field(default_factory=dict)
     hits: int = 0
+    #: Its failing programs per campaign backend (empty where none was told).
+    backends: Counter[str] = field(default_factory=Counter)
 
     @property
     def where(self) -> str:
@@ -480,19 +507,23 @@ def summary_lines(stats: RunStats, wall_seconds: float, known_ops: list[str]) ->
             f"known: {len(groups)} bug(s) seen again ({entries} registry "
             f"{'entry' if entries == 1 else 'entries'}), not failures"
         )
-        lines.extend(_known_line(group) for group in groups)
+        lines.extend(_known_line(group, len(stats.backends) > 1) for group in groups)
     return lines
 
 
-def _known_line(group: KnownGroup) -> str:
+def _known_line(group: KnownGroup, per_backend: bool = False) -> str:
     """One bug seen again (its id, title, severity, hits summed over its signatures),
-    or a signature in no bug with its registry file."""
+    or a signature in no bug with its registry file; ``per_backend``: a campaign
+    of several backends, whose hits are told per backend."""
     severity = severity_words(group.filed.severity)
+    programs = f"{group.hits} failing programs"
+    if per_backend and group.backends:
+        programs += " (" + ", ".join(f"{b} {n}" for b, n in sorted(group.backends.items())) + ")"
     if group.filed.bug is None:
         (signature,) = group.signatures
-        return f"  {severity}: {signature} ({group.hits} failing programs): {group.where}"
+        return f"  {severity}: {signature} ({programs}): {group.where}"
     count = len(group.signatures)
     return (
         f"  {severity}: {group.filed.bug}: {group.filed.title} ({count} signature(s), "
-        f"{group.hits} failing programs): {group.where}"
+        f"{programs}): {group.where}"
     )

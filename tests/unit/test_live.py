@@ -171,3 +171,24 @@ def test_two_known_bugs_of_one_signature_are_each_on_the_timeline(tmp_path: Path
         ("known/second.py", False),
     ]
     assert timeline[0]["seconds"] < timeline[1]["seconds"]
+
+
+def test_each_backend_of_a_shared_campaign_has_its_first_meeting_on_the_timeline(
+    tmp_path: Path,
+) -> None:
+    clock = iter(float(second) for second in range(100))
+    live = LiveRun(tmp_path / "r", tmp_path / "r.json", {}, 0.0, lambda: next(clock))
+    on_cudagraphs = RunStats(programs=1, drawn=1, campaign=True)
+    on_cudagraphs.count_hit("value-output", "known/first.py", backend="cudagraphs")
+    live.receive("cgraph::views[cudagraphs]", "gw0", on_cudagraphs)
+    on_inductor = RunStats(programs=2, drawn=2, campaign=True)
+    on_inductor.count_hit("value-output", "known/first.py", backend="inductor")
+    on_inductor.count_hit("value-output", "known/first.py", backend="inductor")
+    live.receive("cgraph::views[inductor]", "gw1", on_inductor)
+    live.write(force=True)
+    timeline = json.loads((tmp_path / "r.json").read_text())["timeline"]
+    assert [(entry["repro"], entry["backend"]) for entry in timeline] == [
+        ("known/first.py", "cudagraphs"),
+        ("known/first.py", "inductor"),
+    ]
+    assert timeline[0]["seconds"] < timeline[1]["seconds"]

@@ -229,3 +229,36 @@ def test_a_bug_met_through_a_shared_signature_is_timed_by_its_own_entry(tmp_path
     }
     (meeting,) = rediscovery.meetings(bug, [(tmp_path / "r.json", report)])
     assert (meeting.seconds, meeting.signature) == (90.0, "value-output")
+
+
+def test_a_bug_met_by_two_backends_of_one_campaign_is_met_by_each_at_its_time(
+    tmp_path: Path,
+) -> None:
+    bug = rediscovery.CorpusBug(
+        9, "t", "views", "aot_eager", "s", None, "reproduces", "", tmp_path, known_as=("late",)
+    )
+    known = {"signature": "value-output", "new": False, "repro": "k/late.py"}
+    report = {
+        "backend": "cudagraphs,inductor",
+        "timeline": [
+            {**known, "seconds": 30.0, "backend": "inductor"},
+            {**known, "seconds": 75.0, "backend": "cudagraphs"},
+        ],
+        "known": [
+            {
+                "signature": "value-output",
+                "repro": "k/late.py",
+                "bug": "late",
+                "hits": 5,
+                "backends": {"cudagraphs": 1, "inductor": 4},
+            }
+        ],
+    }
+    met = rediscovery.meetings(bug, [(tmp_path / "r.json", report)])
+    assert sorted((m.backend, m.seconds) for m in met) == [("cudagraphs", 75.0), ("inductor", 30.0)]
+    # A report written before backends were told apart: one meeting, on the run's backend.
+    del report["known"][0]["backends"]
+    for event in report["timeline"]:
+        del event["backend"]
+    (meeting,) = rediscovery.meetings(bug, [(tmp_path / "r.json", report)])
+    assert (meeting.backend, meeting.seconds) == ("cudagraphs,inductor", 30.0)

@@ -439,3 +439,13 @@ def test_a_report_without_severities_still_lists_its_findings() -> None:
     page = render_html(data)
     assert data["failures"][0]["signature"] in page and data["known"][0]["signature"] in page
     assert 'class="badge' not in page and 'id="new-severities"' not in page
+
+
+def test_a_known_bug_of_a_shared_campaign_shows_its_hits_per_backend() -> None:
+    data = sample()
+    data["backends"] = {"cudagraphs": 10, "inductor": 6}
+    data["known"][0]["backends"] = {"inductor": 4, "cudagraphs": 1}
+    assert "cudagraphs 1, inductor 4" in render_html(data)
+    # One backend: nothing to tell apart.
+    data["backends"] = {"cudagraphs": 10}
+    assert "cudagraphs 1, inductor 4" not in render_html(data)

@@ -315,3 +315,33 @@ mechanism = "m"
 essential = []
 forms = ["second.toml"]
 """
+
+
+def test_known_hits_are_told_per_backend_through_workers_and_the_summary(
+    tmp_path: Path,
+) -> None:
+    # A campaign shared by two backends: one bug met by both, on two workers.
+    (tmp_path / "bugs.toml").write_text(SHARED_SIGNATURE_BUGS)
+    entry = str(tmp_path / "first.toml")
+    on_one, on_other = RunStats(backends=Counter(cudagraphs=4)), RunStats()
+    on_other.backends["inductor"] = 2
+    for _ in range(3):
+        on_one.count_outcome(Outcome(Verdict.FAIL, WRONG), entry, "cudagraphs")
+    on_other.count_outcome(Outcome(Verdict.FAIL, WRONG), entry, "inductor")
+    total = RunStats()
+    for stats in (on_one, on_other):
+        total.merge(RunStats.from_json(json.loads(json.dumps(stats.to_json()))))
+    [group] = total.known_bugs()
+    assert group.hits == 4 and group.backends == Counter(cudagraphs=3, inductor=1)
+    [record] = report_data(total, 1.0, {})["known"]
+    assert record["backends"] == {"cudagraphs": 3, "inductor": 1}
+    assert any(
+        line.startswith("  silent: grad-dropped:")
+        and "(1 signature(s), 4 failing programs (cudagraphs 3, inductor 1))" in line
+        for line in summary_lines(total, 1.0, [])
+    )
+    # One backend: the line is as it always was.
+    alone = RunStats.from_json(json.loads(json.dumps(on_one.to_json())))
+    assert any(
+        "(1 signature(s), 3 failing programs):" in line for line in summary_lines(alone, 1.0, [])
+    )
