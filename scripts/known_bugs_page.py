@@ -241,6 +241,12 @@ def render(with_examples: bool = True, pythons: dict[tuple[int, ...], str] | Non
         "essential calls, is reported as that bug, seen again. Each bug is listed once, "
         "with the torch releases it was checked on; its plain script is written against "
         "the newest of them it still fails on.\n\n",
+        "Essential calls: a program makes every item listed; `a|b` is one of them, "
+        "`a+b` both. Names in capitals say how the program is run rather than a call: "
+        "`INPUTS_BY_CALL` (its arguments differ by call), `ADVANCE` (the next call's "
+        "arguments come from this call's), `ALIASED_INPUTS` (an argument built from "
+        "another), `COMPILE` (compiled in stages), `AUTOCAST` (an autocast around each "
+        "call), `CONFIG.X` (compiled under the setting X).\n\n",
         f"{len(entries)} bugs: "
         + ", ".join(
             f"{sum(e.bug.severity is s for e in entries)} {s.value}"

@@ -103,7 +103,8 @@ class KnownBug:
     #: The bug of its directory's bugs file that this entry is a form of, if any.
     bug: str | None = None
     #: That bug's essential calls, which replace ``ops`` as the condition: each
-    #: item is a call, or calls joined by ``|`` of which the program makes one.
+    #: item is a call, or calls joined by ``|`` of which the program makes one;
+    #: an alternative may join calls by ``+``, all of which it makes.
     essential: tuple[str, ...] | None = None
     #: ``ops`` are its minimal program's calls, not declared: the condition is
     #: their hazard classes (:mod:`pytest_cgraph.registry.hazards`), not every call.
@@ -118,7 +119,10 @@ class KnownBug:
     def claims(self, ops: frozenset[str]) -> bool:
         """Whether a failing program calling ``ops`` may be this bug."""
         if self.essential is not None:
-            return all(any(call in ops for call in item.split("|")) for item in self.essential)
+            return all(
+                any(all(call in ops for call in both.split("+")) for both in item.split("|"))
+                for item in self.essential
+            )
         if self.by_hazard and hazards(self.ops):
             return required_hazards(self.ops) <= hazards(ops)
         return self.ops <= ops
@@ -559,6 +563,8 @@ def program_ops(source: str) -> frozenset[str]:
             continue
         if node.name == "inputs" and any(isinstance(sub, ast.IfExp) for sub in ast.walk(node)):
             ops.add(INPUTS_BY_CALL)
+        if node.name == "inputs" and _aliased_inputs(node):
+            ops.add(ALIASED_INPUTS)
         elif node.name == "advance":
             ops.add(ADVANCED)
             # A hook registered between calls (on a module argument, say) is
@@ -588,6 +594,28 @@ def program_ops(source: str) -> frozenset[str]:
     # Compiling in stages splits the graph where the program says so, which
     # is a cause of its own: the pseudo-op says the program was staged.
     return frozenset((ops - stages) | ({STAGED} if stages else set()))
+
+
+def _aliased_inputs(inputs: ast.FunctionDef) -> bool:
+    """Whether ``inputs`` builds an argument it returns from another it returns
+    (``a1 = a0.reshape(-1)[0:1]``): arguments that may share storage."""
+    returned = {
+        element.id
+        for node in ast.walk(inputs)
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple)
+        for element in node.value.elts
+        if isinstance(element, ast.Name)
+    }
+    for node in ast.walk(inputs):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target = node.targets[0]
+        if not (isinstance(target, ast.Name) and target.id in returned):
+            continue
+        read = {sub.id for sub in ast.walk(node.value) if isinstance(sub, ast.Name)}
+        if read & (returned - {target.id}):
+            return True
+    return False
 
 
 def _module_constant(tree: ast.Module, name: str) -> ast.expr | None:
@@ -788,6 +816,9 @@ AUTOGRAD_CHECKS = (
 STAGED = "COMPILE"
 #: ... for ``inputs(k)`` that chooses by call (``a0[0:1] if k % 2 else ...``).
 INPUTS_BY_CALL = "INPUTS_BY_CALL"
+#: ... for ``inputs(k)`` that builds one argument from another (``a1 = a0[0:1]``):
+#: arguments that may share storage, which the program may then separate.
+ALIASED_INPUTS = "ALIASED_INPUTS"
 #: ... for a program whose outputs or state feed the next call (``advance``).
 ADVANCED = "ADVANCE"
 #: ... for a program run under an autocast (``AUTOCAST = "bfloat16"``).

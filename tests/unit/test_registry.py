@@ -234,6 +234,15 @@ def test_how_inputs_change_between_calls_is_an_op_too() -> None:
     assert program_ops(body + plain + fed_back) == frozenset({"add_", "ADVANCE"})
     # the subscripts of inputs() are not the program's
     assert program_ops(body + plain) == frozenset({"add_"})
+    # An argument built from another argument may share its storage.
+    viewed = (
+        "def inputs(k):\n    a0 = torch.zeros(2)\n    a1 = a0.reshape(-1)[0:1]\n"
+        "    p2 = torch.nn.Parameter(torch.ones(1))\n    p2 = torch.nn.Parameter(p2)\n"
+        "    return (a0, a1, p2)\n"
+    )
+    assert program_ops(body + viewed) == frozenset({"add_", "ALIASED_INPUTS"})
+    rebuilt = viewed.replace("    a1 = a0.reshape(-1)[0:1]\n", "    a1 = torch.ones(1)\n")
+    assert program_ops(body + rebuilt) == frozenset({"add_"})  # p2 from itself is not aliasing
 
 
 def test_a_dead_process_is_known_by_its_site_and_its_programs_ops(tmp_path: Path) -> None:
@@ -361,6 +370,12 @@ def test_essential_alternatives_and_an_empty_essential(tmp_path: Path) -> None:
     assert either.claims(frozenset({"mul_", "sin"})) and either.claims(frozenset({"add_", "sin"}))
     assert not either.claims(frozenset({"mul_"})) and not either.claims(frozenset({"sin", "x"}))
     assert dataclasses.replace(entry, bug="b", essential=()).claims(frozenset())
+    # An alternative joined by "+" asks for all of its calls.
+    joined = dataclasses.replace(entry, bug="b", essential=("ADVANCE|ALIASED_INPUTS+set_",))
+    assert joined.claims(frozenset({"ADVANCE"}))
+    assert joined.claims(frozenset({"ALIASED_INPUTS", "set_", "sum"}))
+    assert not joined.claims(frozenset({"ALIASED_INPUTS"}))
+    assert not joined.claims(frozenset({"set_"}))
     # An older controller's entry (no bug in its JSON) keeps its own calls.
     old = {key: value for key, value in entry.to_json().items() if key not in ("bug", "essential")}
     assert KnownBug.from_json(old) == entry
