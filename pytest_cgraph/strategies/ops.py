@@ -723,10 +723,12 @@ def _python_state(ctx: Context) -> tuple[list[str], bool] | None:
     return [line.format(h=holder, v=ctx.new_name, x=ctx.x) for line in steps], True
 
 
-#: ``module_state`` steps: each rebinds the module's ``STATE`` before it reads
-#: it. Both sides of a check run one module's functions, so a read of state
-#: bound by an earlier call would read the other side's; bound first, each
-#: read sees only its own call's binding.
+#: ``module_state`` steps: state kept in a module global that the program
+#: rebinds; Dynamo must replay the store and read the rebound value everywhere,
+#: inside a nested_compile_region (traced once, reused) too. Each step rebinds
+#: the module's ``STATE`` before it reads it: both sides of a check run one
+#: module's functions, so a read of state bound by an earlier call would read
+#: the other side's; bound first, each read sees only its own call's binding.
 _MODULE_STATE_STEPS = (
     # Rebound, then read inside a nested_compile_region.
     ("set_state({x})", "{v} = region_state({x})"),
@@ -745,15 +747,21 @@ _MODULE_STATE_STEPS = (
 )
 
 
-def _module_state(ctx: Context) -> tuple[list[str], bool]:
-    # State kept in a module global that the program rebinds: Dynamo must
-    # replay the store and read the rebound value everywhere, inside a
-    # nested_compile_region (traced once, reused) too.
-    steps = ctx.draw(st.sampled_from(_MODULE_STATE_STEPS))
-    return [line.format(v=ctx.new_name, x=ctx.x) for line in steps], True
+def _one_of(steps: tuple[tuple[str, ...], ...]) -> Builder:
+    """A builder that draws one of ``steps`` (lines naming the target ``{x}`` and
+    the new variable ``{v}``) on the target."""
+
+    def build(ctx: Context) -> tuple[list[str], bool]:
+        chosen = ctx.draw(st.sampled_from(steps))
+        return [line.format(v=ctx.new_name, x=ctx.x) for line in chosen], True
+
+    return build
 
 
 #: ``local_class`` steps: a class built inside the call, its state used at once.
+#: Dynamo traces a class statement only under a setting (the program then
+#: compiles with it: see generate.TRACE_BUILD_CLASS) and must keep what the
+#: call does to the class's state, as eager does.
 _LOCAL_CLASS_STEPS = (
     # A class-level list appended to, its length read.
     ("class Local:", "    items = []", "Local.items.append(1)", "{v} = {x} * len(Local.items)"),
@@ -772,15 +780,6 @@ _LOCAL_CLASS_STEPS = (
         "{v} = {x} * len(Local.items)",
     ),
 )
-
-
-def _local_class(ctx: Context) -> tuple[list[str], bool]:
-    # A class statement inside the compiled function. Dynamo traces it only
-    # under a setting (the program then compiles with it: see
-    # generate.TRACE_BUILD_CLASS) and must keep what the call does to the
-    # class's state, as eager does.
-    steps = ctx.draw(st.sampled_from(_LOCAL_CLASS_STEPS))
-    return [line.format(v=ctx.new_name, x=ctx.x) for line in steps], True
 
 
 def _where_scalar(ctx: Context) -> tuple[list[str], bool] | None:
@@ -1436,12 +1435,12 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("slice_scatter", "outplace", INDEXING, _rank_at_least(1), _scatter_outplace),
     # A module global rebound by the program and read back, directly, through
     # a helper and inside a nested_compile_region.
-    OpSpec("module_state", "python", _families("schedules"), _tensor, _module_state),
+    OpSpec("module_state", "python", _families("schedules"), _tensor, _one_of(_MODULE_STATE_STEPS)),
     # A class built inside the call, its class-level state and methods used.
     # schedules only: its programs compile under a setting of their own, and,
     # like the memory budget, a compile setting is not drawn in mixed (it kept
     # mixed programs from shrinking to one input).
-    OpSpec("local_class", "python", frozenset({"schedules"}), _tensor, _local_class),
+    OpSpec("local_class", "python", frozenset({"schedules"}), _tensor, _one_of(_LOCAL_CLASS_STEPS)),
 )
 
 

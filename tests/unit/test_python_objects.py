@@ -23,7 +23,7 @@ from pytest_cgraph.registry.entries import (
     read_bugs,
 )
 from pytest_cgraph.registry.hazards import hazard_of
-from pytest_cgraph.strategies import draw_programs
+from pytest_cgraph.strategies import Program, draw_programs
 from pytest_cgraph.strategies.generate import TRACE_BUILD_CLASS
 from pytest_cgraph.strategies.program import MODULE_HOOKS
 from pytest_cgraph.strategies.templates import HOLDER, TEMPLATES
@@ -445,10 +445,16 @@ MODULE_STATE_REUSED = _module_state_program(
 )
 
 
-def test_module_state_is_drawn_and_rebound_before_each_read() -> None:
+def _schedules_drawing(op: str) -> tuple[list[Program], list[Program]]:
+    """400 schedules programs (seed 3), and those of them that draw ``op``."""
     drawn = draw_programs(400, seed=3, families=("schedules",))
-    stateful = [p for p in drawn if "module_state" in p.all_features()]
-    assert stateful, "no module_state statement in 400 schedules programs"
+    drawing = [p for p in drawn if op in p.all_features()]
+    assert drawing, f"no {op} statement in 400 schedules programs"
+    return drawn, drawing
+
+
+def test_module_state_is_drawn_and_rebound_before_each_read() -> None:
+    _, stateful = _schedules_drawing("module_state")
     for program in stateful:
         assert "def set_state(value):" in program.render()
         for statement in program.statements:
@@ -514,9 +520,7 @@ LOCAL_CLASS_APPEND = _local_class_program(
 
 
 def test_a_class_built_in_the_call_is_drawn_and_compiled_with_its_setting() -> None:
-    drawn = draw_programs(400, seed=3, families=("schedules",))
-    with_class = [p for p in drawn if "local_class" in p.all_features()]
-    assert with_class, "no local_class statement in 400 schedules programs"
+    drawn, with_class = _schedules_drawing("local_class")
     assert all((TRACE_BUILD_CLASS, True) in p.compile_config for p in with_class)
     assert all(
         TRACE_BUILD_CLASS not in dict(p.compile_config) for p in drawn if p not in with_class
