@@ -371,6 +371,25 @@ def test_a_campaign_on_two_backends_tells_which_one_failed(
         text = (pytester.path / failure["repro"]).read_text()
         assert "BACKEND = 'faulty_lost_input_mutation'" in text
         assert "--cgraph-backend faulty_lost_input_mutation -k mutation" in text
+    # Run again in the same directory: the repro dir is the next run's registry,
+    # so the fault is known, and told per backend.
+    again = faulty_mutation_campaign(
+        pytester,
+        monkeypatch,
+        "eager,faulty_lost_input_mutation",
+        "--cgraph-examples=10",
+        "--cgraph-shrink-seconds=2",
+        "--cgraph-report=again.json",
+    )
+    # (the faulty backend may still meet a program of other hazards: a new bug)
+    again.stdout.fnmatch_lines(["  *failing programs (*faulty_lost_input_mutation *)*"])
+    known = json.loads((pytester.path / "again.json").read_text())["known"]
+    told = [record["backends"] for record in known if "cgraph-repros" in record["repro"]]
+    assert told and all(set(backends) == {"faulty_lost_input_mutation"} for backends in told)
+    timeline = json.loads((pytester.path / "again.json").read_text())["timeline"]
+    assert {event.get("backend") for event in timeline if event["new"] is False} >= {
+        "faulty_lost_input_mutation"
+    }
 
 
 ON_A_TERMINAL = """
