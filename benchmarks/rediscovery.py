@@ -250,7 +250,9 @@ class Meeting:
 
 
 def meetings(bug: CorpusBug, reports: list[tuple[Path, dict[str, Any]]]) -> list[Meeting]:
-    """Every report's first hit of one of ``bug``'s baseline bugs (by their known entries)."""
+    """Every report's first hit of one of ``bug``'s baseline bugs (by their known
+    entries): one per report, or one per backend that met it where the report
+    tells its hits per backend (a campaign shared by several backends)."""
     found = []
     for path, data in reports:
         firsts = _first_seconds(data)
@@ -263,10 +265,12 @@ def meetings(bug: CorpusBug, reports: list[tuple[Path, dict[str, Any]]]) -> list
             continue
         # A campaign shared by several backends tells which of them met each
         # entry, and when: a meeting per backend. Older reports do not.
+        # Hits counted without a backend (a marked test's) are left to the
+        # report-wide meeting of an older report.
+        backends = sorted({str(b) for entry in hits for b in entry.get("backends") or {}})
         told = {
-            str(backend): [entry for entry in hits if (entry.get("backends") or {}).get(backend)]
-            for entry in hits
-            for backend in entry.get("backends") or {}
+            backend: [entry for entry in hits if (entry.get("backends") or {}).get(backend)]
+            for backend in backends
         }
         for backend, entries in told.items() or [(str(data.get("backend")), hits)]:
             timed = [

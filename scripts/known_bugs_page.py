@@ -242,11 +242,14 @@ def render(with_examples: bool = True, pythons: dict[tuple[int, ...], str] | Non
         "with the torch releases it was checked on; its plain script is written against "
         "the newest of them it still fails on.\n\n",
         "Essential calls: a program makes every item listed; `a|b` is one of them, "
-        "`a+b` both. Names in capitals say how the program is run rather than a call: "
+        "`a+b` both, and `+` binds tighter (`a|b+c` is a, or b with c). Names in "
+        "capitals say how the program is run rather than a call: "
         "`INPUTS_BY_CALL` (its arguments differ by call), `ADVANCE` (the next call's "
-        "arguments come from this call's), `ALIASED_INPUTS` (an argument built from "
-        "another), `COMPILE` (compiled in stages), `AUTOCAST` (an autocast around each "
-        "call), `CONFIG.X` (compiled under the setting X).\n\n",
+        "arguments come from this call's), `ALIASED_INPUTS` (two arguments are views "
+        "of one tensor), `COMPILE` (compiled in stages), `AUTOCAST` (an autocast around "
+        "each call), `CONFIG.X` (compiled under the setting X). Indexing is an op too: "
+        "`[:]` a slice, `[i]` an integer index, `[t]` a tensor index, `[]=` an "
+        "assignment; `.data=` assigns `.data`, `.grad` reads it.\n\n",
         f"{len(entries)} bugs: "
         + ", ".join(
             f"{sum(e.bug.severity is s for e in entries)} {s.value}"

@@ -358,10 +358,12 @@ def normalised_message(message: str) -> str:
 
 # An autograd node's name where autograd's checks quote it: a backward node
 # (``MulBackward0``, ``ApplyTemplateBackward``, ``torch::autograd::CopyBackwards``),
-# ``CopySlices``, ``AccumulateGrad``, or the node of a compiled graph.
+# ``CopySlices``, ``AccumulateGrad``, the node of a compiled graph, or the view
+# op the view+inplace check names ("Output 0 of Slice is a view ...": which
+# view a program wrote through is the op it drew, not another mechanism).
 _AUTOGRAD_NODE = re.compile(
     r"\b(?:torch::autograd::)?(?:[A-Z][A-Za-z]*Backwards?\d*|CopySlices|AccumulateGrad"
-    r"|CompiledFunction(?:Backward)?)\b"
+    r"|CompiledFunction(?:Backward)?)\b|(?<=\bof )[A-Z][A-Za-z0-9]*(?= is a view\b)"
 )
 
 

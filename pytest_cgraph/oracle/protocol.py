@@ -154,18 +154,26 @@ def _compile_config(value: Any) -> tuple[tuple[str, Any], ...]:
         )
     settings = []
     for name, setting in value.items():
-        module_name, _, key = str(name).rpartition(".")
+        module_name = str(name).rpartition(".")[0]
         if module_name not in CONFIG_MODULES:
             raise ProgramSourceError(
                 f"{COMPILE_CONFIG} names {name!r}: a setting of one of {CONFIG_MODULES} "
                 "is expected, e.g. 'torch._functorch.config.activation_memory_budget'"
             )
-        if not hasattr(importlib.import_module(module_name), key):
+        if not has_compile_setting(str(name)):
             raise ProgramSourceError(
                 f"{COMPILE_CONFIG} names {name!r}, which this torch's {module_name} does not have"
             )
         settings.append((str(name), setting))
     return tuple(settings)
+
+
+def has_compile_setting(name: str) -> bool:
+    """Whether this torch has the compile setting ``name`` (a full dotted name):
+    settings come and go between releases, and a program naming one this torch
+    lacks cannot be run (nor should the generator draw it)."""
+    module_name, _, key = name.rpartition(".")
+    return hasattr(importlib.import_module(module_name), key)
 
 
 #: Modules :func:`load_source` registered in ``sys.modules``, per file name.

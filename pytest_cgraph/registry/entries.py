@@ -145,14 +145,18 @@ class KnownBug:
     def precision(self, ops: frozenset[str]) -> float:
         """How closely this entry's claim fits a program calling ``ops``, for choosing
         between bugs that both claim it: how much its essential calls ask (each call
-        counts 1, an item of several alternatives 1 over their number, none 0), plus
+        counts 1, an item of several alternatives the mean of their calls over their
+        number, so ``a|b`` 1/2 and ``a|b+c`` 3/4; none 0), plus
         how much of its own minimal program the program shares (their Jaccard
         index, at most 1). So a ``.data=`` bug says more about a program than an
         ``inference_mode|enable_grad`` one, that more than one that claims any
         program, and a form's own program is its bug's even where another bug's
         essential calls are a little narrower."""
         if self.essential is not None:
-            asked = sum(1 / len(item.split("|")) for item in self.essential)
+            asked = sum(
+                sum(len(both.split("+")) for both in alternatives) / len(alternatives) ** 2
+                for alternatives in (item.split("|") for item in self.essential)
+            )
         elif self.by_hazard and hazards(self.ops):
             asked = float(len(required_hazards(self.ops)))
         else:
@@ -273,7 +277,7 @@ def read_bugs(directory: Path) -> list[Bug]:
                     title=str(raw["title"]),
                     severity=Severity(raw["severity"]),
                     mechanism=str(raw["mechanism"]),
-                    essential=tuple(str(call) for call in raw["essential"]),
+                    essential=_essential(raw["essential"]),
                     forms=tuple(str(form) for form in raw["forms"]),
                     upstream=str(raw.get("upstream", "unsearched")),
                     any_symptom=_flag(raw, "any_symptom"),
@@ -284,6 +288,22 @@ def read_bugs(directory: Path) -> list[Bug]:
         except (KeyError, TypeError, ValueError) as error:
             raise ValueError(f"{path}: bug {raw.get('id', '?')!r}: {error!r}") from error
     return bugs
+
+
+def _essential(items: list[Any]) -> tuple[str, ...]:
+    """A bug's essential calls, each a call or pseudo-op, alternatives joined by
+    ``|`` and calls that must come together by ``+`` (``+`` binds tighter:
+    ``a|b+c`` is a, or b with c). A space around ``|`` or ``+`` is an error,
+    not a separator: the call would never match a program's, and the bug would
+    claim nothing (a space inside a pseudo-op, ``Holder() is``, is its own)."""
+    essential = tuple(str(item) for item in items)
+    for item in essential:
+        calls = [call for both in item.split("|") for call in both.split("+")]
+        if any(not call or call != call.strip() for call in calls):
+            raise ValueError(
+                f"essential call {item!r}: write alternatives as 'a|b+c', no spaces around | or +"
+            )
+    return essential
 
 
 def _flag(raw: dict[str, Any], key: str) -> bool:
@@ -556,15 +576,17 @@ def program_ops(source: str) -> frozenset[str]:
             ):
                 ops.add(DATA_ASSIGNED)
     # How the inputs change between calls is a cause the program's calls cannot
-    # show: inputs built differently by call (aliased on odd calls only), or the
-    # outputs fed back as the next call's inputs (``advance``).
+    # show: inputs built differently by call (aliased on odd calls only), inputs
+    # that are views of one tensor (``ALIASED_INPUTS``), or the outputs fed back
+    # as the next call's inputs (``advance``).
     for node in tree.body:
         if not isinstance(node, ast.FunctionDef):
             continue
-        if node.name == "inputs" and any(isinstance(sub, ast.IfExp) for sub in ast.walk(node)):
-            ops.add(INPUTS_BY_CALL)
-        if node.name == "inputs" and _aliased_inputs(node):
-            ops.add(ALIASED_INPUTS)
+        if node.name == "inputs":
+            if any(isinstance(sub, ast.IfExp) for sub in ast.walk(node)):
+                ops.add(INPUTS_BY_CALL)
+            if _aliased_inputs(node):
+                ops.add(ALIASED_INPUTS)
         elif node.name == "advance":
             ops.add(ADVANCED)
             # A hook registered between calls (on a module argument, say) is
@@ -597,25 +619,59 @@ def program_ops(source: str) -> frozenset[str]:
 
 
 def _aliased_inputs(inputs: ast.FunctionDef) -> bool:
-    """Whether ``inputs`` builds an argument it returns from another it returns
-    (``a1 = a0.reshape(-1)[0:1]``): arguments that may share storage."""
-    returned = {
-        element.id
+    """Whether two arguments ``inputs`` returns are views of one tensor it built
+    (``a1 = a0.reshape(-1)[0:1]``, or both sliced from one base), on some call
+    at least: arguments that share storage, which the program may separate.
+
+    Each local name is traced to the tensors it may view: a subscript or a
+    method call other than a copying one (``clone``, ``to``, ...) keeps its
+    receiver's, either branch of a conditional counts, and anything else
+    (``torch.ones(1)``, ``torch.zeros_like(a0)``, ``a0.clone()``) is a tensor
+    of its own. A copy shares nothing, so it is no aliasing."""
+    origins: dict[str, frozenset[str]] = {}
+    for node in inputs.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            (target,) = node.targets
+            if isinstance(target, ast.Name):
+                origins[target.id] = _viewed(node.value, origins) or frozenset({target.id})
+    returned = [
+        origins.get(element.id, frozenset({element.id}))
         for node in ast.walk(inputs)
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple)
         for element in node.value.elts
         if isinstance(element, ast.Name)
-    }
-    for node in ast.walk(inputs):
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
-            continue
-        target = node.targets[0]
-        if not (isinstance(target, ast.Name) and target.id in returned):
-            continue
-        read = {sub.id for sub in ast.walk(node.value) if isinstance(sub, ast.Name)}
-        if read & (returned - {target.id}):
-            return True
-    return False
+    ]
+    return any(a & b for i, a in enumerate(returned) for b in returned[i + 1 :])
+
+
+#: Tensor methods whose result never shares its receiver's storage.
+_COPYING_METHODS = frozenset(
+    {"clone", "copy", "contiguous", "to", "float", "double", "half", "cpu", "cuda", "numpy"}
+)
+
+
+def _viewed(value: ast.expr, origins: dict[str, frozenset[str]]) -> frozenset[str]:
+    """The tensors built earlier in ``inputs`` that ``value`` may be a view of (see
+    ``_aliased_inputs``); empty for a tensor of its own."""
+    if isinstance(value, ast.IfExp):
+        return _viewed(value.body, origins) | _viewed(value.orelse, origins)
+    while True:
+        if isinstance(value, ast.Subscript):
+            value = value.value
+        elif (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr not in _COPYING_METHODS
+        ):
+            value = value.func.value
+        elif isinstance(value, ast.Attribute) and value.attr in ("T", "mT", "H", "real", "imag"):
+            value = value.value
+        else:
+            break
+    # Only a name bound earlier in inputs() is a tensor: ``torch.ones`` ends at ``torch``.
+    if isinstance(value, ast.Name) and value.id in origins:
+        return origins[value.id]
+    return frozenset()
 
 
 def _module_constant(tree: ast.Module, name: str) -> ast.expr | None:

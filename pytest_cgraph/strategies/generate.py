@@ -10,7 +10,6 @@ Shrinking replays the same draws, so a shrunk program is valid too.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import math
 import random
 import warnings
@@ -22,6 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from pytest_cgraph.oracle.compiling import ambient, device_type_of
+from pytest_cgraph.oracle.protocol import has_compile_setting
 from pytest_cgraph.strategies.ops import (
     FAMILIES,
     Context,
@@ -264,7 +264,7 @@ def _programs(
             statements = opening + _draw_statements(
                 draw, (basic, own), strata, variables, env, min_statements, max_statements
             )
-    if any(statement.op == "local_class" for statement in statements) and _has_setting(
+    if any(statement.op == "local_class" for statement in statements) and has_compile_setting(
         TRACE_BUILD_CLASS
     ):
         compile_config = (*compile_config, (TRACE_BUILD_CLASS, True))
@@ -291,12 +291,6 @@ def _programs(
         compile_config=compile_config,
         features=frozenset({f"family:{family}", *features}),
     )
-
-
-def _has_setting(name: str) -> bool:
-    """Whether this torch has the compile setting ``name`` (a full dotted name)."""
-    module, _, key = name.rpartition(".")
-    return hasattr(importlib.import_module(module), key)
 
 
 #: What torch's global generator is seeded with while a program is drawn.

@@ -747,7 +747,7 @@ _MODULE_STATE_STEPS = (
 )
 
 
-def _one_of(steps: tuple[tuple[str, ...], ...]) -> Builder:
+def _steps_one_of(steps: tuple[tuple[str, ...], ...]) -> Builder:
     """A builder that draws one of ``steps`` (lines naming the target ``{x}`` and
     the new variable ``{v}``) on the target."""
 
@@ -1435,12 +1435,24 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("slice_scatter", "outplace", INDEXING, _rank_at_least(1), _scatter_outplace),
     # A module global rebound by the program and read back, directly, through
     # a helper and inside a nested_compile_region.
-    OpSpec("module_state", "python", _families("schedules"), _tensor, _one_of(_MODULE_STATE_STEPS)),
+    OpSpec(
+        "module_state",
+        "python",
+        _families("schedules"),
+        _tensor,
+        _steps_one_of(_MODULE_STATE_STEPS),
+    ),
     # A class built inside the call, its class-level state and methods used.
     # schedules only: its programs compile under a setting of their own, and,
     # like the memory budget, a compile setting is not drawn in mixed (it kept
     # mixed programs from shrinking to one input).
-    OpSpec("local_class", "python", frozenset({"schedules"}), _tensor, _one_of(_LOCAL_CLASS_STEPS)),
+    OpSpec(
+        "local_class",
+        "python",
+        frozenset({"schedules"}),
+        _tensor,
+        _steps_one_of(_LOCAL_CLASS_STEPS),
+    ),
 )
 
 

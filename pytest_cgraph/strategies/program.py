@@ -151,7 +151,8 @@ class Program:
     grad_mode: str = "grad"  # the ambient mode each call runs under (protocol's GRAD_MODE)
     autocast: str | None = None  # an autocast's dtype around each call (protocol's AUTOCAST)
     #: Compile settings of the compiled side, (full name, value) pairs (protocol's
-    #: COMPILE_CONFIG): the partitioner's memory budget, as training scripts set it.
+    #: COMPILE_CONFIG): the partitioner's memory budget, as training scripts set it,
+    #: and the setting under which Dynamo traces a class statement (local_class).
     compile_config: tuple[tuple[str, object], ...] = ()
     features: frozenset[str] = field(default_factory=frozenset)
 

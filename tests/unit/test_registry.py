@@ -243,6 +243,21 @@ def test_how_inputs_change_between_calls_is_an_op_too() -> None:
     assert program_ops(body + viewed) == frozenset({"add_", "ALIASED_INPUTS"})
     rebuilt = viewed.replace("    a1 = a0.reshape(-1)[0:1]\n", "    a1 = torch.ones(1)\n")
     assert program_ops(body + rebuilt) == frozenset({"add_"})  # p2 from itself is not aliasing
+    # A copy of another argument shares nothing; two views of one base do, and so
+    # does a view on some calls only.
+    for copied in ("a0.clone()", "torch.zeros_like(a0)", "torch.full(a0.shape, 2.0)"):
+        copy = viewed.replace("a0.reshape(-1)[0:1]", copied)
+        assert "ALIASED_INPUTS" not in program_ops(body + copy), copied
+    one_base = (
+        "def inputs(k):\n    base = torch.zeros(4)\n    a0 = base[0:2]\n    a1 = base[1:3].T\n"
+        "    return (a0, a1)\n"
+    )
+    assert "ALIASED_INPUTS" in program_ops(body + one_base)
+    sometimes = (
+        "def inputs(k):\n    a0 = torch.zeros(2)\n    a1 = a0[0:1] if k % 2 else torch.ones(1)\n"
+        "    return (a0, a1)\n"
+    )
+    assert {"ALIASED_INPUTS", "INPUTS_BY_CALL"} <= program_ops(body + sometimes)
 
 
 def test_a_dead_process_is_known_by_its_site_and_its_programs_ops(tmp_path: Path) -> None:
@@ -376,6 +391,10 @@ def test_essential_alternatives_and_an_empty_essential(tmp_path: Path) -> None:
     assert joined.claims(frozenset({"ALIASED_INPUTS", "set_", "sum"}))
     assert not joined.claims(frozenset({"ALIASED_INPUTS"}))
     assert not joined.claims(frozenset({"set_"}))
+    # ... and asks more than an alternative of one call: it ranks above it.
+    one_call = dataclasses.replace(entry, bug="c", essential=("ADVANCE|set_",))
+    program = frozenset({"ALIASED_INPUTS", "set_"})
+    assert joined.precision(program) > one_call.precision(program)
     # An older controller's entry (no bug in its JSON) keeps its own calls.
     old = {key: value for key, value in entry.to_json().items() if key not in ("bug", "essential")}
     assert KnownBug.from_json(old) == entry
@@ -410,6 +429,16 @@ def test_a_bugs_file_is_no_entry_and_a_broken_one_is_an_error(tmp_path: Path) ->
     with pytest.raises(ValueError, match="not a bugs file"):
         read_bugs(tmp_path)
     assert read_bugs(tmp_path / "missing") == []
+    # A space in an essential item would make the bug claim nothing: refused.
+    spaced = (
+        '[[bug]]\nid = "x"\ntitle = "t"\nseverity = "silent"\nmechanism = "m"\n'
+        'essential = ["ALIASED_INPUTS + set_"]\nforms = []\n'
+    )
+    bugs_file(tmp_path, spaced)
+    with pytest.raises(ValueError, match="no spaces around"):
+        read_bugs(tmp_path)
+    bugs_file(tmp_path, spaced.replace(" + ", "+"))
+    assert read_bugs(tmp_path)[0].essential == ("ALIASED_INPUTS+set_",)
 
 
 def test_a_plain_function_the_program_calls_lends_it_its_calls() -> None:
@@ -547,6 +576,20 @@ def test_an_autograd_check_naming_another_node_is_one_signature_apart_and_one_ki
     assert copy.kin_signature not in (None, copy.signature, mul.signature)
     # No node named: nothing to blank.
     assert CRASH.kin_signature is None and WRONG.kin_signature is None
+    # The view+inplace check names the view op written through: one kin too.
+    written = [
+        Difference(
+            Kind.CRASH,
+            1,
+            Place(Role.COMPILED, name="call"),
+            exception_type="RuntimeError",
+            message=f"Output 0 of {view} is a view and is being modified inplace. This view "
+            "was created inside a custom Function (or because an input was returned as-is)",
+        )
+        for view in ("Slice", "AsStrided", "CompiledFunction")
+    ]
+    assert len({d.signature for d in written}) == 3
+    assert len({d.kin_signature for d in written}) == 1 and written[0].kin_signature is not None
 
 
 def test_an_entry_claims_its_check_met_through_another_node_by_its_bug_s_calls(

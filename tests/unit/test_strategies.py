@@ -13,6 +13,7 @@ from hypothesis.errors import InvalidArgument
 from pytest_cgraph.checking.runner import load_source
 from pytest_cgraph.oracle.protocol import INPUTS, PROGRAM
 from pytest_cgraph.strategies import FAMILIES, OPS, Program, draw_programs, programs
+from pytest_cgraph.strategies.generate import _MEMORY_BUDGET_SETTING
 
 ALL_FAMILIES = tuple(FAMILIES)
 
@@ -507,16 +508,13 @@ def test_autograd_grad_targets_an_intermediate_the_value_was_computed_from() -> 
     assert not _computed_from(v1, a)  # a leaf has no node of its own to find
 
 
-_MEMORY_BUDGET = "torch._functorch.config.activation_memory_budget"
-
-
 def test_a_memory_budget_is_drawn_where_a_backward_recomputes(sample: list[Program]) -> None:
     """The partitioner's memory budget is a condition of rng and autograd programs,
     and only of those: it changes nothing where nothing is saved for a backward
     (and drawn in mixed, it kept mixed programs from shrinking to one statement)."""
-    budgeted = [p for p in sample if _MEMORY_BUDGET in dict(p.compile_config)]
+    budgeted = [p for p in sample if _MEMORY_BUDGET_SETTING in dict(p.compile_config)]
     assert {p.family for p in budgeted} == {"rng", "autograd"}
-    assert {dict(p.compile_config)[_MEMORY_BUDGET] for p in budgeted} == {0.0, 0.5}
+    assert {dict(p.compile_config)[_MEMORY_BUDGET_SETTING] for p in budgeted} == {0.0, 0.5}
     assert all("COMPILE_CONFIG = {'torch._functorch.config" in p.render() for p in budgeted)
 
 
