@@ -69,6 +69,7 @@ from pytest_cgraph.oracle.observe import (
 )
 from pytest_cgraph.oracle.protocol import PROGRAM, ProgramSpec, forget_source, load_source
 from pytest_cgraph.oracle.rounding import (
+    RandomDraws,
     explained_by_rounding,
     may_be_rounding,
     to_float64,
@@ -455,6 +456,8 @@ class _Float64Reference:
         self._fn, self._args, self._fresh_args = fn, args, fresh_args
         self._settings, self._advance = settings, advance
         self._side = _Side(fn, False)
+        #: eager at the program's own precision, run beside for its random draws
+        self._at_precision = _Side(fn, False)
         self._spec: Any = None
         self._names: list[str] = []
         self._seen: list[Observation] = []
@@ -482,29 +485,43 @@ class _Float64Reference:
             flat, self._spec, self._names = _call_arguments(
                 self._fn, self._args, self._fresh_args, k
             )
+            self._at_precision.flat = clone_arguments(flat, settings.device)
             self._side.flat = clone_arguments(flat, settings.device)
             if not to_float64(self._side.flat):
                 self._usable = False
                 return
+        # Eager once more at the program's precision, for its random draws,
+        # which the float64 run is then given (float64 draws other numbers).
+        ops.manual_seed(settings.seed + k)
+        recorded = RandomDraws()
+        with recorded:
+            _, raw_at_precision = _run_eager_side(
+                self._at_precision, self._spec, self._names, k, settings, ops
+            )
         ops.manual_seed(settings.seed + k)
         seeded = _generator_states()
+        played = RandomDraws(recorded.draws)
         default_dtype = torch.get_default_dtype()
         torch.set_default_dtype(torch.float64)
         try:
-            seen, raw = _run_eager_side(self._side, self._spec, self._names, k, settings, ops)
+            with played:
+                seen, raw = _run_eager_side(self._side, self._spec, self._names, k, settings, ops)
         finally:
             torch.set_default_dtype(default_dtype)
-        # float64 draws other random numbers than float32: no exact answer then.
-        drew = any(
+        # A generator that moved with no draw seen is randomness not carried over.
+        drew_unseen = not recorded.draws and any(
             not torch.equal(now, then)
             for now, then in zip(_generator_states(), seeded, strict=True)
         )
-        if seen.error is not None or drew:
+        if seen.error is not None or not (recorded.faithful and played.complete) or drew_unseen:
             self._usable = False
             return
         self._seen.append(seen)
         if k < settings.iters:
             _between_calls(self._side, self._advance, k, self._spec, raw, settings, ops)
+            _between_calls(
+                self._at_precision, self._advance, k, self._spec, raw_at_precision, settings, ops
+            )
 
 
 def _generator_states() -> list[torch.Tensor]:

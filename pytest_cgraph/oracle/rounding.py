@@ -14,9 +14,19 @@ twice eager's error plus the dtype's ``atol``. The float64 run is eager
 again, from fresh copies of the arguments converted to float64, with
 float64 as the default dtype. Where it cannot stand for the exact answer
 the difference stands: arguments that alias or are views (converting them
-would break the aliasing a compiler must keep), non-leaf arguments, a
-program that draws random numbers (float64 draws other numbers), or a
+would break the aliasing a compiler must keep), non-leaf arguments, or a
 reference that raised, differs in structure, or is not finite.
+
+Random numbers: float64 draws other numbers than float32 or bfloat16, so
+the float64 run is given eager's own draws instead (:class:`RandomDraws`).
+Eager runs once more at the program's precision and its draws are recorded;
+the float64 run makes the same calls and each draw's result is overwritten
+with the recorded one, converted. That is the exact answer to the program
+eager ran (a dropout mask, a ``rand`` offset), and a compiled random stream
+that differs from eager's is still far from it. Where the draws cannot be
+carried over (a random op that mixes its inputs into its result, such as a
+fused dropout or ``rrelu``, or a float64 run that draws other calls or
+shapes) the difference stands.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from pytest_cgraph.oracle.cloning import storage_key
 from pytest_cgraph.oracle.compare import TensorSnapshot, Tolerance
@@ -111,6 +122,93 @@ def explained_by_rounding(
     compiled_error = float((wide[1] - wide[2]).abs().max())
     _, atol = tolerance.for_dtype(expected.dtype)
     return compiled_error <= ERROR_MULTIPLIER * eager_error + atol
+
+
+#: Random ops whose whole result is the draw (a fill, a 0/1 mask, an index, a
+#: count): eager's result, converted, is what the float64 run would compute
+#: from the same draws. ``random_`` carries no ``nondeterministic_seeded`` tag.
+_DRAW_OPS = frozenset(
+    {
+        "bernoulli",
+        "bernoulli_",
+        "cauchy",
+        "cauchy_",
+        "exponential",
+        "exponential_",
+        "geometric",
+        "geometric_",
+        "log_normal",
+        "log_normal_",
+        "multinomial",
+        "normal_",
+        "poisson",
+        "rand",
+        "rand_like",
+        "randint",
+        "randint_like",
+        "randn",
+        "randn_like",
+        "random",
+        "random_",
+        "randperm",
+        "uniform",
+        "uniform_",
+    }
+)
+#: ``normal`` is a draw only with a float mean and std; with a tensor one it
+#: is ``mean + std * z``, which mixes its inputs in.
+_NORMAL_DRAWS = frozenset({"float_float", "float_float_out"})
+
+
+def _draws(func: Any) -> bool:
+    name = func.overloadpacket.__name__
+    return name in _DRAW_OPS or name == "normal" or torch.Tag.nondeterministic_seeded in func.tags
+
+
+def _replayable(func: Any) -> bool:
+    name = func.overloadpacket.__name__
+    if name == "normal":
+        return func._overloadname in _NORMAL_DRAWS
+    return name in _DRAW_OPS
+
+
+class RandomDraws(TorchDispatchMode):
+    """Eager's random draws: recorded in one run, played back into the float64 run.
+
+    Built without ``recorded`` it records each draw's result; built with
+    another instance's ``draws`` it lets each draw run (the generators advance
+    as before) and overwrites its result with the recorded one, in order.
+    :attr:`faithful` turns false on a random op whose result is not only the
+    draw, and in playback on a draw of another shape or one more than was
+    recorded; :attr:`complete` says every recorded draw was played back too.
+    """
+
+    def __init__(self, recorded: list[torch.Tensor] | None = None) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.recording = recorded is None
+        self.draws: list[torch.Tensor] = [] if recorded is None else recorded
+        self.played = 0
+        self.faithful = True
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        result = func(*args, **(kwargs or {}))
+        if not _draws(func):
+            return result
+        if not (_replayable(func) and isinstance(result, torch.Tensor)):
+            self.faithful = False
+        elif self.recording:
+            self.draws.append(result.detach().clone())
+        elif self.played < len(self.draws) and self.draws[self.played].shape == result.shape:
+            result.copy_(self.draws[self.played])
+            self.played += 1
+        else:
+            self.faithful = False
+        return result
+
+    @property
+    def complete(self) -> bool:
+        """Every draw was carried over: the float64 run computed from eager's draws."""
+        return self.faithful and (self.recording or self.played == len(self.draws))
 
 
 def _narrow_float(tensor: torch.Tensor) -> bool:

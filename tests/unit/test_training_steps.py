@@ -13,7 +13,7 @@ from pytest_cgraph.oracle.compiling import Backend
 from pytest_cgraph.oracle.difference import Place, Role
 from pytest_cgraph.oracle.engine import CheckSettings, run_check
 from pytest_cgraph.oracle.observe import Observation
-from pytest_cgraph.oracle.rounding import explained_by_rounding, to_float64
+from pytest_cgraph.oracle.rounding import RandomDraws, explained_by_rounding, to_float64
 
 
 def _batch() -> tuple[torch.Tensor, torch.Tensor]:
@@ -115,6 +115,59 @@ def test_without_the_float64_reference_adam_amplified_rounding_would_fail():
         _check_adam(float64_reference=False)
 
 
+class WithDropout(LinearThenBatchNorm):
+    """The same layers with a dropout before the last: a training step as written."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        hidden = torch.relu(self.norm(self.lin(x)))
+        return self.out(nn.functional.dropout(hidden, 0.3))
+
+
+@pytest.mark.parametrize("float64_reference", [True, False])
+def test_a_dropout_step_s_amplified_rounding_is_judged_against_eager_s_own_draws(
+    float64_reference,
+):
+    # float64 would draw another mask; it is given eager's, so the float64
+    # run is the exact answer to the step eager ran, and Adam's ±lr on the
+    # bias is rounding. Without the reference the same step fails.
+    torch.manual_seed(0)
+    settings = CheckSettings(
+        backend=Backend.named("aot_eager"), float64_reference=float64_reference
+    )
+    if float64_reference:
+        run_check(adam_step, (WithDropout(), *_batch()), None, settings)
+    else:
+        with pytest.raises(EquivalenceError, match=r"model\.lin\.bias"):
+            run_check(adam_step, (WithDropout(), *_batch()), None, settings)
+
+
+def test_recorded_draws_are_played_back_converted_in_order():
+    torch.manual_seed(0)
+    with RandomDraws() as recorded:
+        mask = torch.empty(5, dtype=torch.bfloat16).bernoulli_(0.5)
+        offset = torch.rand(3)
+    torch.manual_seed(1)  # another stream: playback must not depend on it
+    with RandomDraws(recorded.draws) as played:
+        wide_mask = torch.empty(5, dtype=torch.float64).bernoulli_(0.5)
+        wide_offset = torch.rand(3, dtype=torch.float64)
+    assert played.complete
+    assert torch.equal(wide_mask, mask.double()) and torch.equal(wide_offset, offset.double())
+
+
+def test_draws_that_cannot_be_carried_over_leave_no_reference():
+    with RandomDraws() as recorded:
+        torch.rand(3)
+    with RandomDraws(recorded.draws) as other_shape:
+        torch.rand(4)
+    with RandomDraws(recorded.draws) as one_short:
+        pass
+    with RandomDraws(recorded.draws) as one_more:
+        torch.rand(3), torch.rand(3)
+    with RandomDraws() as mixed_in:  # rrelu's result is its input times the noise
+        torch.nn.functional.rrelu(torch.randn(4), training=True)
+    assert not any(mode.complete for mode in (other_shape, one_short, one_more, mixed_in))
+
+
 def _observation(**places: list[float]) -> Observation:
     observation = Observation()
     observation.outputs = [TensorSnapshot.of(torch.tensor(places["output"]))]
@@ -141,9 +194,9 @@ def test_aliased_or_view_arguments_have_no_float64_stand_in():
     assert alone.dtype == torch.float64 and alone.is_leaf and alone.requires_grad
 
 
-def test_a_program_that_draws_random_numbers_is_judged_without_the_reference():
-    # float64 draws other numbers than float32: a frozen random stream must
-    # still fail, whatever the float64 run says.
+def test_a_frozen_random_stream_still_fails_against_the_reference():
+    # The float64 run is given eager's draws of each iteration: a compiled
+    # side that replays the first iteration's numbers is far from it.
     with pytest.raises(EquivalenceError):
         check_equivalent(lambda x: x + torch.rand(3), torch.zeros(3), backend="faulty_frozen_rng")
 
