@@ -297,20 +297,17 @@ def recognised(
 
     A campaign reports as new what its baseline did not know; triage then
     records many of them as forms of known bugs. Matching each finding
-    against today's baseline, as the campaign's own judge would (signature,
-    layer, the program's calls), counts them without rerunning anything. The
-    layer is the one the finding's repro located; a finding whose layer was
-    not located matches only entries recorded without one. ``baseline``:
+    against today's baseline with the campaign's own judge (signature,
+    layer, the program's calls) counts them. The layer is the one the
+    finding's repro located; only a finding whose layer a lower rung left
+    untold is replayed up the ladder, for where it may lie. ``baseline``:
     the directory of entries to match against; by default the shipped one
     of each report's torch (or the nearest release's).
     """
     from pytest_cgraph.failures import Failure
-    from pytest_cgraph.registry.entries import (
-        Registry,
-        baseline_dir,
-        nearest_baseline_dir,
-        program_ops,
-    )
+    from pytest_cgraph.recording.repro import masked_rungs
+    from pytest_cgraph.registry.entries import Registry, baseline_dir, nearest_baseline_dir
+    from pytest_cgraph.registry.judge import Judge
 
     registries: dict[Path, Registry] = {}
     found = []
@@ -329,11 +326,12 @@ def recognised(
                 raise ValueError(
                     f"{path}: failure {number} is not a failure record ({error!r})"
                 ) from None
-            known = registries[directory].match(
-                failure.difference,
-                lambda: record.get("layer"),  # noqa: B023 - called before the loop moves on
-                program_ops(failure.case.source),
+            judge = Judge(
+                registries[directory],
+                lambda case, difference: record.get("layer"),  # noqa: B023 - used at once
+                masked_at=masked_rungs,
             )
+            known = judge.known(failure.case, failure.difference)
             if known is not None and known.bug is not None:
                 # As the report names it: a signature's key may have changed since.
                 signature = str(record.get("signature") or failure.signature)

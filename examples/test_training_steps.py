@@ -29,6 +29,14 @@ class TinyNet(nn.Module):
         return self.lin2(torch.relu(self.norm(self.lin1(x))))
 
 
+class DropoutNet(TinyNet):
+    """The same layers with a dropout before the last one."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        hidden = torch.relu(self.norm(self.lin1(x)))
+        return self.lin2(nn.functional.dropout(hidden, 0.2, training=self.training))
+
+
 @pytest.fixture
 def model():
     torch.manual_seed(0)
@@ -154,3 +162,20 @@ def test_autograd_grad_instead_of_backward(model, batch):
         for parameter, grad in zip(model.parameters(), grads, strict=True):
             parameter.sub_(0.1 * grad)
     return loss, torch.stack([g.norm() for g in grads])
+
+
+@pytest.fixture
+def dropout_model():
+    torch.manual_seed(0)
+    return DropoutNet()
+
+
+@pytest.mark.cgraph_equivalent
+def test_a_mixed_precision_step_with_dropout(dropout_model, batch):
+    x, y = batch
+    optimizer = torch.optim.AdamW(dropout_model.parameters(), lr=1e-2)
+    with torch.autocast(x.device.type, dtype=torch.bfloat16):
+        loss = nn.functional.mse_loss(dropout_model(x).float(), y)
+    loss.backward()
+    optimizer.step()
+    return loss

@@ -299,9 +299,9 @@ class Fuzzer:
     @functools.cached_property
     def registry_judge(self) -> Judge:
         """The one judge of checked programs (:mod:`pytest_cgraph.registry.judge`)."""
-        from pytest_cgraph.recording.repro import first_diverging_layer, masking_rung
+        from pytest_cgraph.recording.repro import first_diverging_layer, masked_rungs
 
-        return Judge(self.registry, first_diverging_layer, masked_at=masking_rung)
+        return Judge(self.registry, first_diverging_layer, masked_at=masked_rungs)
 
     def _judge(self, case: Case) -> Judgement:
         return self.registry_judge(case, self.checker.check(case))

@@ -143,8 +143,8 @@ class Hunt:
     database_key: bytes = b""
     database: Any = "default"
     progress: Callable[[Hunt], None] = lambda hunt: None
-    #: The rung that leaves a layer untold (:meth:`Judge.masked_at`), if any.
-    masked_at: Callable[[Case, Difference], str | None] = lambda case, difference: None
+    #: Where a failure whose layer is untold may lie (:attr:`Judge.masked_at`).
+    masked_at: Callable[[Case, Difference], tuple[str, ...]] = lambda case, difference: ()
     clock: Callable[[], float] = time.monotonic
     #: The clock of ``budget.deadline``: wall time, shared by every worker.
     wall_clock: Callable[[], float] = time.time

@@ -10,7 +10,9 @@ either way. Neither side is wrong: both are as far from the exact answer.
 So, as PyTorch's own accuracy checks do (``torch._dynamo.utils.same`` with
 an ``fp64_ref``), a floating difference counts only if the compiled value is
 further from a float64 run of eager than eager's own value is: more than
-twice eager's error plus the dtype's ``atol``. The float64 run is eager
+twice eager's error (three times in float16 or bfloat16, or in a tensor of
+fewer than 1000 elements, where noise dominates: ``same``'s own rule) plus
+the dtype's ``atol``. The float64 run is eager
 again, from fresh copies of the arguments converted to float64, with
 float64 as the default dtype. Where it cannot stand for the exact answer
 the difference stands: arguments that alias or are views (converting them
@@ -41,9 +43,14 @@ from pytest_cgraph.oracle.cloning import storage_key
 from pytest_cgraph.oracle.compare import TensorSnapshot, Tolerance
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
 
-#: How much further from float64 than eager the compiled value may be
-#: (``torch._dynamo.utils.same``'s multiplier for float32).
+#: How much further from float64 than eager the compiled value may be:
+#: ``torch._dynamo.utils.same``'s multipliers. 2 for a large float32 tensor;
+#: 3 for float16 or bfloat16, and for a tensor of fewer than
+#: :data:`SMALL_TENSOR` elements, where noise dominates the error (the values
+#: of a mixed-precision step's parameters, a bias whose true gradient is 0).
 ERROR_MULTIPLIER = 2.0
+NOISY_ERROR_MULTIPLIER = 3.0
+SMALL_TENSOR = 1000
 
 #: Kinds of difference rounding can explain: values, never metadata or a crash.
 ROUNDING_KINDS = frozenset({Kind.VALUE, Kind.MUTATION, Kind.GRAD})
@@ -106,8 +113,10 @@ def explained_by_rounding(
     place: Place, eager: Any, compiled: Any, reference: Any, tolerance: Tolerance
 ) -> bool:
     """Whether the difference at ``place`` is rounding: compiled is no further from
-    the float64 ``reference`` observation than :data:`ERROR_MULTIPLIER` times
-    eager's error plus the dtype's ``atol``."""
+    the float64 ``reference`` observation than eager's error times the
+    multiplier of torch's own accuracy check (:data:`ERROR_MULTIPLIER`, or
+    :data:`NOISY_ERROR_MULTIPLIER` for low precision and small tensors) plus
+    the dtype's ``atol``."""
     expected, actual, exact = (value_at(side, place) for side in (eager, compiled, reference))
     if not all(isinstance(v, TensorSnapshot) for v in (expected, actual, exact)):
         return False
@@ -121,7 +130,9 @@ def explained_by_rounding(
     eager_error = float((wide[0] - wide[2]).abs().max())
     compiled_error = float((wide[1] - wide[2]).abs().max())
     _, atol = tolerance.for_dtype(expected.dtype)
-    return compiled_error <= ERROR_MULTIPLIER * eager_error + atol
+    noisy = expected.dtype in (torch.float16, torch.bfloat16) or wide[2].numel() < SMALL_TENSOR
+    multiplier = NOISY_ERROR_MULTIPLIER if noisy else ERROR_MULTIPLIER
+    return compiled_error <= multiplier * eager_error + atol
 
 
 #: Random ops whose whole result is the draw (a fill, a 0/1 mask, an index, a

@@ -122,7 +122,7 @@ class CampaignItem(CgraphItem):
         return (self.campaign_seed ^ zlib.crc32(self.seed_name.encode())) & 0xFFFFFFFF
 
     def runtest(self) -> None:
-        from pytest_cgraph.recording.repro import first_diverging_layer, masking_rung
+        from pytest_cgraph.recording.repro import first_diverging_layer, masked_rungs
         from pytest_cgraph.strategies import programs
 
         session.share_cores(self.config)
@@ -154,7 +154,7 @@ class CampaignItem(CgraphItem):
                     session.found_in_run(self.config) if options.duration is not None else set()
                 ),
                 layer_of=first_diverging_layer,
-                masked_at=masking_rung,
+                masked_at=masked_rungs,
                 budget=self.budget,
                 stats=stats,
                 strict=options.strict,

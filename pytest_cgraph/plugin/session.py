@@ -138,14 +138,14 @@ def judge(config: pytest.Config) -> Judge:
     """The session's one judge of checked programs: the session's registries, the run's
     options; campaign items add the run's own findings to theirs."""
     if _JUDGE_KEY not in config.stash:
-        from pytest_cgraph.recording.repro import first_diverging_layer, masking_rung
+        from pytest_cgraph.recording.repro import first_diverging_layer, masked_rungs
         from pytest_cgraph.registry.judge import Judge
 
         config.stash[_JUDGE_KEY] = Judge(
             registry(config),
             first_diverging_layer,
             config.stash[OPTIONS_KEY].strict,
-            masked_at=masking_rung,
+            masked_at=masked_rungs,
         )
     return config.stash[_JUDGE_KEY]
 

@@ -547,19 +547,31 @@ def first_diverging_layer(case: Case, difference: Difference) -> str | None:
     return _climbed(case, difference).layer
 
 
-def masking_rung(case: Case, difference: Difference) -> str | None:
-    """The lower rung that fails differently and so leaves ``difference``'s layer
-    untold, if one does: a judge's second question, asked only when the layer
-    is untold and no bug of the signature is registered untold.
+def masked_rungs(case: Case, difference: Difference) -> tuple[str, ...]:
+    """The rungs ``difference`` may lie at when a lower rung fails differently and so
+    leaves its layer untold: that rung and each above it up to the backend's own
+    (to the ladder's top for a backend that is not a rung); none when no rung
+    masks it. A judge's second question, asked only when the layer is untold
+    and no bug of the signature is registered untold.
 
-    Its own failure may hide this one there, so the ladder cannot place
-    ``difference`` above it, yet a registered bug of this signature located
-    at that rung, whose calls the program makes, is this one: a program that
-    writes an input with a value needing grad meets AOTAutograd's write-back
-    crash at ``aot_eager`` and still shows a known gradient bug whole.
+    Every rung below the masking one agrees with eager, so the failure is at
+    it or above; its own failure may hide this one there, so the ladder
+    cannot say where. A registered bug of this signature at one of them,
+    whose calls the program makes, is this one: a program that writes an
+    input with a value needing grad meets AOTAutograd's write-back crash at
+    ``aot_eager`` and still shows a known gradient bug whole; a program whose
+    ``.grad`` read fails under Dynamo alone still shows a known AOTAutograd
+    bug of a factory's ``requires_grad`` above it.
     """
+    from pytest_cgraph.oracle.ladder import rungs_for
+
     untold = _climbed(case, difference).untold_by
-    return untold.name if untold is not None else None
+    if untold is None:
+        return ()
+    rungs = rungs_for(case.backend, case.device or "cpu")
+    start = rungs.index(untold.name)
+    end = rungs.index(case.backend) + 1 if case.backend in rungs else len(rungs)
+    return tuple(rungs[start:end])
 
 
 #: The last climb a judge made: its key (the difference itself among it) and

@@ -56,6 +56,11 @@ class Judgement:
     known: KnownBug | None = None
 
 
+def _layer_is(rung: str) -> Callable[[], str | None]:
+    """A ``layer_of`` for :meth:`Registry.match` that answers ``rung``."""
+    return lambda: rung
+
+
 def _nothing_found(case: Case, difference: Difference) -> bool:
     return False
 
@@ -70,9 +75,10 @@ class Judge:
     #: Every difference is new: the registries are not consulted.
     strict: bool = False
     found: Callable[[Case, Difference], bool] = _nothing_found
-    #: The lower rung that fails differently and leaves a layer untold, if any:
-    #: a bug registered there whose calls the program makes is this one.
-    masked_at: Callable[[Case, Difference], str | None] = lambda case, difference: None
+    #: Where a failure whose layer a lower rung leaves untold may lie (that rung
+    #: and those above it): a bug registered at one of them whose calls the
+    #: program makes is this one.
+    masked_at: Callable[[Case, Difference], tuple[str, ...]] = lambda case, difference: ()
     _layers: dict[tuple[str, str], str | None] = field(default_factory=dict)
 
     def __call__(self, case: Case, outcome: Outcome) -> Judgement:
@@ -104,10 +110,11 @@ class Judge:
         # and it was untold: otherwise the rung could claim nothing either.
         asked = (case.source, difference.signature)
         untold = known is None and asked in self._layers and self._layers[asked] is None
-        rung = self.masked_at(case, difference) if untold else None
-        if rung is not None:
-            # A bug registered at the rung that masks this one, whose calls it makes.
-            known = self.registry.match(difference, lambda: rung, ops)
+        for rung in self.masked_at(case, difference) if untold else ():
+            # A bug registered where this one may lie, whose calls it makes.
+            known = self.registry.match(difference, _layer_is(rung), ops)
+            if known is not None:
+                break
         return known
 
     def layer(self, case: Case, difference: Difference) -> str | None:

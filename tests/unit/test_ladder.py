@@ -19,7 +19,7 @@ from pytest_cgraph.recording.repro import (
     first_diverging_layer,
     locate_layer,
     make_repro,
-    masking_rung,
+    masked_rungs,
 )
 from pytest_cgraph.registry.entries import Registry, baseline_dir, program_ops
 from pytest_cgraph.registry.judge import Judge
@@ -167,14 +167,19 @@ def test_a_judge_knows_a_bug_a_lower_rung_masks_by_the_rung_and_its_calls() -> N
     assert failure.signature == "grad-grad-presence"
     # The layer stays untold (a repro file says so); the masking rung is asked apart.
     assert first_diverging_layer(failure.case, failure.difference) is None
-    assert masking_rung(failure.case, failure.difference) == "aot_eager"  # the write-back crash
+    # The write-back crash at aot_eager masks it: it is there or above.
+    assert masked_rungs(failure.case, failure.difference) == (
+        "aot_eager",
+        "aot_eager_default_partitioner",
+        "cudagraphs",
+    )
     shipped = baseline_dir(torch.__version__)
     if shipped is None:
         pytest.skip(f"no shipped baseline for torch {torch.__version__}")
     registry = Registry.load([shipped])
     unaided = Judge(registry, first_diverging_layer)
     assert unaided.known(failure.case, failure.difference) is None
-    judge = Judge(registry, first_diverging_layer, masked_at=masking_rung)
+    judge = Judge(registry, first_diverging_layer, masked_at=masked_rungs)
     known = judge.known(failure.case, failure.difference)
     assert known is not None and known.bug == "one-node-unused-outputs"
     # The rung alone does not claim it: a program without the bug's calls is new.
@@ -183,6 +188,42 @@ def test_a_judge_knows_a_bug_a_lower_rung_masks_by_the_rung_and_its_calls() -> N
     )
     ops = program_ops(without_grad)
     assert registry.match(failure.difference, lambda: "aot_eager", ops) is None
+
+
+#: A factory method's requires_grad=True, lost by AOTAutograd (aot_eager), in a
+#: program whose .grad read of a non-leaf Dynamo alone gets wrong (eager rung).
+MASKED_ABOVE_EAGER = """
+import torch
+
+
+def program(a0):
+    v0 = a0.new_full((2,), 1, requires_grad=True)
+    v1 = v0 * 1
+    v1 = v1 * (2 if v1.grad is None else 3)
+    return (v1.sum(0),)
+
+
+def inputs(k):
+    return (torch.ones(2),)
+"""
+
+
+def test_a_judge_knows_a_bug_above_the_masking_rung_by_its_calls() -> None:
+    failure = failing(MASKED_ABOVE_EAGER, "aot_eager")
+    assert failure.signature == "metadata-output-requires_grad"
+    assert first_diverging_layer(failure.case, failure.difference) is None
+    # Dynamo's own rung fails otherwise: the failure is there or above, up to aot_eager.
+    assert masked_rungs(failure.case, failure.difference) == ("eager", "aot_eager")
+    shipped = baseline_dir(torch.__version__)
+    if shipped is None:
+        pytest.skip(f"no shipped baseline for torch {torch.__version__}")
+    registry = Registry.load([shipped])
+    judge = Judge(registry, first_diverging_layer, masked_at=masked_rungs)
+    known = judge.known(failure.case, failure.difference)
+    assert known is not None and known.bug == "tensor-new-factory-requires-grad"
+    # Without the factory call no bug of these calls is registered there: new.
+    plain = failure.case.source.replace("a0.new_full((2,), 1, requires_grad=True)", "a0 * 1")
+    assert registry.match(failure.difference, lambda: "aot_eager", program_ops(plain)) is None
 
 
 def test_the_bug_report_says_which_rung_fails_differently(

@@ -168,6 +168,24 @@ def test_draws_that_cannot_be_carried_over_leave_no_reference():
     assert not any(mode.complete for mode in (other_shape, one_short, one_more, mixed_in))
 
 
+def test_an_output_rounding_explained_is_no_stale_output_unless_it_changes_after():
+    from pytest_cgraph.oracle import engine
+
+    eager, compiled = torch.tensor([3.2109]), torch.tensor([3.2135])
+    rounded = [{0: (TensorSnapshot.of(eager), TensorSnapshot.of(compiled))}]
+    settings = CheckSettings(backend=Backend.named("eager"))
+    retained = [([eager], [compiled])]
+    difference, _, _ = engine._check_retained(retained, settings, False, rounded)
+    assert difference is None
+    # Without the explanation the same re-read is a stale output, as it is once
+    # the compiled output changes after it was returned.
+    unexplained, _, _ = engine._check_retained(retained, settings, False)
+    compiled.add_(1)
+    changed, _, _ = engine._check_retained(retained, settings, False, rounded)
+    assert unexplained is not None and changed is not None
+    assert changed.kind.value == "stale output"
+
+
 def _observation(**places: list[float]) -> Observation:
     observation = Observation()
     observation.outputs = [TensorSnapshot.of(torch.tensor(places["output"]))]
