@@ -299,8 +299,10 @@ def recognised(
     records many of them as forms of known bugs. Matching each finding
     against today's baseline with the campaign's own judge (signature,
     layer, the program's calls) counts them. The layer is the one the
-    finding's repro located; only a finding whose layer a lower rung left
-    untold is replayed up the ladder, for where it may lie. ``baseline``:
+    finding's repro located. A finding without one that a registered bug's
+    calls may claim is replayed up the ladder (compiled, where this machine
+    has the finding's device), for the rungs a lower rung's other failure
+    leaves it at (:func:`~pytest_cgraph.recording.repro.masked_rungs`). ``baseline``:
     the directory of entries to match against; by default the shipped one
     of each report's torch (or the nearest release's).
     """
@@ -329,7 +331,7 @@ def recognised(
             judge = Judge(
                 registries[directory],
                 lambda case, difference: record.get("layer"),  # noqa: B023 - used at once
-                masked_at=masked_rungs,
+                masked_at=masked_rungs if _can_replay(failure.case) else _nowhere,
             )
             known = judge.known(failure.case, failure.difference)
             if known is not None and known.bug is not None:
@@ -338,6 +340,19 @@ def recognised(
                 meeting = Meeting(path, str(data.get("backend")), firsts.get(signature), signature)
                 found.append(Recognition(meeting, known.bug))
     return found
+
+
+def _can_replay(case: Any) -> bool:
+    """Whether this machine can climb ``case``'s ladder: a program on a device it has."""
+    import torch
+
+    return bool(case.source) and (
+        not str(case.device).startswith("cuda") or torch.cuda.is_available()
+    )
+
+
+def _nowhere(case: Any, difference: Any) -> tuple[str, ...]:
+    return ()
 
 
 def _entry_seconds(

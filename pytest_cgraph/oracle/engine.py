@@ -71,6 +71,7 @@ from pytest_cgraph.oracle.protocol import PROGRAM, ProgramSpec, forget_source, l
 from pytest_cgraph.oracle.rounding import (
     RandomDraws,
     explained_by_rounding,
+    generator_states,
     may_be_rounding,
     to_float64,
     value_at,
@@ -471,6 +472,8 @@ class _Float64Reference:
         self._spec: Any = None
         self._names: list[str] = []
         self._seen: list[Observation] = []
+        #: what the run at the program's precision observed, per iteration
+        self._seen_at_precision: list[Observation] = []
         self._usable = settings.float64_reference
 
     def explains(
@@ -480,7 +483,13 @@ class _Float64Reference:
         if not may_be_rounding(difference, value_at(eager, difference.place)):
             return False
         exact = self._observation(difference.iteration, ops)
-        return exact is not None and explained_by_rounding(
+        if exact is None:
+            return False
+        # The draws given to float64 are those of a run that must be eager's own.
+        again = self._seen_at_precision[difference.iteration - 1]
+        if compare_iteration(eager, again, difference.iteration, self._settings.tolerance):
+            return False
+        return explained_by_rounding(
             difference.place, eager, compiled, exact, self._settings.tolerance
         )
 
@@ -505,11 +514,11 @@ class _Float64Reference:
         ops.manual_seed(settings.seed + k)
         recorded = RandomDraws()
         with recorded:
-            _, raw_at_precision = _run_eager_side(
+            seen_at_precision, raw_at_precision = _run_eager_side(
                 self._at_precision, self._spec, self._names, k, settings, ops
             )
         ops.manual_seed(settings.seed + k)
-        seeded = _generator_states()
+        seeded = generator_states()
         played = RandomDraws(recorded.draws)
         default_dtype = torch.get_default_dtype()
         torch.set_default_dtype(torch.float64)
@@ -518,28 +527,23 @@ class _Float64Reference:
                 seen, raw = _run_eager_side(self._side, self._spec, self._names, k, settings, ops)
         finally:
             torch.set_default_dtype(default_dtype)
-        # A generator that moved with no draw seen is randomness not carried over.
+        # A generator that moved with no draw seen is randomness not carried over
+        # (every aten op that draws is seen; this is for an op outside aten).
+        # Where draws were seen, the generators move by them and cannot tell.
         drew_unseen = not recorded.draws and any(
-            not torch.equal(now, then)
-            for now, then in zip(_generator_states(), seeded, strict=True)
+            not torch.equal(now, then) for now, then in zip(generator_states(), seeded, strict=True)
         )
-        if seen.error is not None or not (recorded.faithful and played.complete) or drew_unseen:
+        failed = seen.error is not None or seen_at_precision.error is not None
+        if failed or not (recorded.faithful and played.complete) or drew_unseen:
             self._usable = False
             return
         self._seen.append(seen)
+        self._seen_at_precision.append(seen_at_precision)
         if k < settings.iters:
             _between_calls(self._side, self._advance, k, self._spec, raw, settings, ops)
             _between_calls(
                 self._at_precision, self._advance, k, self._spec, raw_at_precision, settings, ops
             )
-
-
-def _generator_states() -> list[torch.Tensor]:
-    """The default generators' states: the CPU's, and every CUDA device's once CUDA is up."""
-    states = [torch.get_rng_state()]
-    if torch.cuda.is_initialized():
-        states.extend(torch.cuda.get_rng_state_all())
-    return states
 
 
 def _run_eager_side(*arguments: Any) -> tuple[Observation, list[Any]]:
@@ -721,8 +725,12 @@ def _check_retained(
             )
             if found is None:
                 continue
-            then = rounded[k - 1].get(index) if k <= len(rounded) else None
-            if then is not None and _unchanged(expected, then[0]) and _unchanged(now, then[1]):
+            if any(
+                _unchanged(expected, eager_then) and _unchanged(now, compiled_then)
+                for eager_then, compiled_then in _rounded_returns(
+                    expected, actual, retained, rounded, k
+                )
+            ):
                 continue
             if _returned_again(actual, retained, k, COMPILED_SIDE) and not _returned_again(
                 expected, retained, k, EAGER_SIDE
@@ -734,6 +742,25 @@ def _check_retained(
                 continue
             return found.located(k, place, kind=Kind.STALE_OUTPUT), overwritten, reused
     return None, overwritten, reused
+
+
+def _rounded_returns(
+    expected: torch.Tensor,
+    actual: torch.Tensor,
+    retained: list[tuple[list[Any], list[Any]]],
+    rounded: Sequence[dict[int, tuple[TensorSnapshot, TensorSnapshot]]],
+    iteration: int,
+) -> list[tuple[TensorSnapshot, TensorSnapshot]]:
+    """What each side held when rounding explained their difference, each time from
+    ``iteration`` on that they returned these very two tensors (an argument written
+    in place and returned every call is returned again, and explained again)."""
+    returns = []
+    for k in range(iteration, min(len(retained), len(rounded)) + 1):
+        eager_raw, compiled_raw = retained[k - 1]
+        for index, then in rounded[k - 1].items():
+            if eager_raw[index] is expected and compiled_raw[index] is actual:
+                returns.append(then)
+    return returns
 
 
 def _unchanged(value: torch.Tensor | TensorSnapshot, then: TensorSnapshot) -> bool:

@@ -34,6 +34,7 @@ shapes) the difference stands.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -48,6 +49,9 @@ from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
 #: 3 for float16 or bfloat16, and for a tensor of fewer than
 #: :data:`SMALL_TENSOR` elements, where noise dominates the error (the values
 #: of a mixed-precision step's parameters, a bias whose true gradient is 0).
+#: Drawn programs' tensors are small, so for them 3 is the rule, as it is in
+#: torch's check of a small model. The error is the largest, where ``same``
+#: takes the root mean square: one element's rounding is not averaged away.
 ERROR_MULTIPLIER = 2.0
 NOISY_ERROR_MULTIPLIER = 3.0
 SMALL_TENSOR = 1000
@@ -183,43 +187,109 @@ def _replayable(func: Any) -> bool:
     return name in _DRAW_OPS
 
 
+def generator_states() -> list[torch.Tensor]:
+    """The default generators' states: the CPU's, and every CUDA device's once CUDA is up."""
+    states = [torch.get_rng_state()]
+    if torch.cuda.is_initialized():
+        states.extend(torch.cuda.get_rng_state_all())
+    return states
+
+
+def _moved(before: list[torch.Tensor]) -> bool:
+    """Whether a default generator's state differs from ``before``."""
+    now = generator_states()
+    return len(now) != len(before) or any(
+        not torch.equal(state, then) for state, then in zip(now, before, strict=True)
+    )
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One random op's result as eager drew it: the op, and its values."""
+
+    op: str
+    values: torch.Tensor
+
+
 class RandomDraws(TorchDispatchMode):
     """Eager's random draws: recorded in one run, played back into the float64 run.
 
     Built without ``recorded`` it records each draw's result; built with
     another instance's ``draws`` it lets each draw run (the generators advance
-    as before) and overwrites its result with the recorded one, in order.
-    :attr:`faithful` turns false on a random op whose result is not only the
-    draw, and in playback on a draw of another shape or one more than was
+    as before) and overwrites its result with the recorded one, in order: the
+    same op, shape and kind of values (floating or not), converted.
+    ``native_dropout`` (dropout on CUDA) is carried over by its mask: the
+    output is recomputed from the input at the run's precision.
+    :attr:`faithful` turns false on a random op whose result mixes its inputs
+    in otherwise (``rrelu``; an op tagged random that moved a generator, where
+    one that drew nothing, an attention without dropout, is no draw), and in
+    playback on a draw of another op, shape or kind, or one more than was
     recorded; :attr:`complete` says every recorded draw was played back too.
     """
 
-    def __init__(self, recorded: list[torch.Tensor] | None = None) -> None:
+    def __init__(self, recorded: list[Draw] | None = None) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.recording = recorded is None
-        self.draws: list[torch.Tensor] = [] if recorded is None else recorded
+        self.draws: list[Draw] = [] if recorded is None else recorded
         self.played = 0
         self.faithful = True
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        result = func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
         if not _draws(func):
-            return result
-        if not (_replayable(func) and isinstance(result, torch.Tensor)):
-            self.faithful = False
+            return func(*args, **kwargs)
+        before = generator_states()
+        result = func(*args, **kwargs)
+        name = str(func.overloadpacket.__name__)
+        if name == "native_dropout":
+            drawn = result[1] if isinstance(result, tuple) else None
+        elif _replayable(func) and isinstance(result, torch.Tensor):
+            drawn = result
+        else:
+            drawn = None
+        if drawn is None:
+            # A random op of another kind: no draw if it moved no generator.
+            self.faithful = self.faithful and not _moved(before)
         elif self.recording:
-            self.draws.append(result.detach().clone())
-        elif self.played < len(self.draws) and self.draws[self.played].shape == result.shape:
-            result.copy_(self.draws[self.played])
+            self.draws.append(Draw(name, drawn.detach().clone()))
+        elif self._next_fits(name, drawn):
+            recorded = self.draws[self.played].values
             self.played += 1
+            if name == "native_dropout":
+                _replay_dropout(result, recorded, args, kwargs)
+            else:
+                drawn.copy_(recorded)
         else:
             self.faithful = False
         return result
+
+    def _next_fits(self, name: str, drawn: torch.Tensor) -> bool:
+        if self.played >= len(self.draws):
+            return False
+        recorded = self.draws[self.played]
+        return (
+            recorded.op == name
+            and recorded.values.shape == drawn.shape
+            and recorded.values.is_floating_point() == drawn.is_floating_point()
+        )
 
     @property
     def complete(self) -> bool:
         """Every draw was carried over: the float64 run computed from eager's draws."""
         return self.faithful and (self.recording or self.played == len(self.draws))
+
+
+def _replay_dropout(result: Any, mask: torch.Tensor, args: Any, kwargs: Any) -> None:
+    """``native_dropout(input, p, train)``'s output from eager's ``mask``, at this run's
+    precision: ``input * mask / (1 - p)`` in training, as the kernel computes it."""
+    output, own_mask = result
+    source, p = args[0], float(args[1] if len(args) > 1 else kwargs["p"])
+    train = args[2] if len(args) > 2 else kwargs.get("train")
+    own_mask.copy_(mask)
+    if train is False:
+        return
+    scale = 0.0 if p >= 1 else 1.0 / (1.0 - p)
+    output.copy_(source * own_mask.to(source.dtype) * scale)
 
 
 def _narrow_float(tensor: torch.Tensor) -> bool:

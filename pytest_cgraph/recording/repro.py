@@ -550,9 +550,10 @@ def first_diverging_layer(case: Case, difference: Difference) -> str | None:
 def masked_rungs(case: Case, difference: Difference) -> tuple[str, ...]:
     """The rungs ``difference`` may lie at when a lower rung fails differently and so
     leaves its layer untold: that rung and each above it up to the backend's own
-    (to the ladder's top for a backend that is not a rung); none when no rung
-    masks it. A judge's second question, asked only when the layer is untold
-    and no bug of the signature is registered untold.
+    (to the ladder's top for a backend that is not a rung, less the CUDA-graph
+    rungs where the backend captures none); none when no rung masks it. A
+    judge's second question, asked only when the layer is untold and no bug
+    of the signature is registered untold.
 
     Every rung below the masking one agrees with eager, so the failure is at
     it or above; its own failure may hide this one there, so the ladder
@@ -563,7 +564,8 @@ def masked_rungs(case: Case, difference: Difference) -> tuple[str, ...]:
     ``.grad`` read fails under Dynamo alone still shows a known AOTAutograd
     bug of a factory's ``requires_grad`` above it.
     """
-    from pytest_cgraph.oracle.ladder import rungs_for
+    from pytest_cgraph.oracle.compiling import CUDAGRAPH_BACKENDS
+    from pytest_cgraph.oracle.ladder import CUDAGRAPH_RUNGS, rungs_for
 
     untold = _climbed(case, difference).untold_by
     if untold is None:
@@ -571,7 +573,9 @@ def masked_rungs(case: Case, difference: Difference) -> tuple[str, ...]:
     rungs = rungs_for(case.backend, case.device or "cpu")
     start = rungs.index(untold.name)
     end = rungs.index(case.backend) + 1 if case.backend in rungs else len(rungs)
-    return tuple(rungs[start:end])
+    # A backend that captures no CUDA graphs cannot show a CUDA-graph rung's bug.
+    captures = case.backend in CUDAGRAPH_BACKENDS
+    return tuple(rung for rung in rungs[start:end] if captures or rung not in CUDAGRAPH_RUNGS)
 
 
 #: The last climb a judge made: its key (the difference itself among it) and

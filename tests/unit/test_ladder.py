@@ -226,6 +226,40 @@ def test_a_judge_knows_a_bug_above_the_masking_rung_by_its_calls() -> None:
     assert registry.match(failure.difference, lambda: "aot_eager", program_ops(plain)) is None
 
 
+@pytest.mark.parametrize(
+    ("backend", "device", "rungs"),
+    [
+        ("cudagraphs", "cpu", ("aot_eager", "aot_eager_default_partitioner", "cudagraphs")),
+        # Not a rung: up to the ladder's top, less the CUDA-graph rung it never reaches.
+        ("my_backend", "cpu", ("aot_eager", "aot_eager_default_partitioner")),
+        (
+            "max-autotune-no-cudagraphs",
+            "cuda",
+            ("aot_eager", "aot_eager_decomp_partition", "inductor"),
+        ),
+        (
+            "reduce-overhead",
+            "cuda",
+            ("aot_eager", "aot_eager_decomp_partition", "inductor", "reduce-overhead"),
+        ),
+        ("aot_eager", "cpu", ("aot_eager",)),
+    ],
+)
+def test_the_rungs_a_masked_failure_may_lie_at_end_where_its_backend_would(
+    monkeypatch: pytest.MonkeyPatch, backend: str, device: str, rungs: tuple[str, ...]
+) -> None:
+    from pytest_cgraph.recording import repro
+
+    masked = ladder.Location(None, False, untold_by=ladder.Rung("aot_eager", invalid="x"))
+    monkeypatch.setattr(repro, "_climbed", lambda case, difference: masked)
+    case = Case("", backend, device, 5, family="ladder", size=1)
+    difference = Difference(Kind.GRAD, 1, Place(Role.GRAD, name="a0"))
+    assert masked_rungs(case, difference) == rungs
+    unmasked = ladder.Location(None, False)
+    monkeypatch.setattr(repro, "_climbed", lambda case, difference: unmasked)
+    assert masked_rungs(case, difference) == ()
+
+
 def test_the_bug_report_says_which_rung_fails_differently(
     crashing_rung_below_cudagraphs: list[str],
 ) -> None:

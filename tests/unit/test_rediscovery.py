@@ -13,7 +13,12 @@ import rediscovery
 
 from pytest_cgraph.failures import Case, Failure
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
-from pytest_cgraph.registry.entries import BASELINE_ROOT, read_entry, recorded_settings
+from pytest_cgraph.registry.entries import (
+    BASELINE_ROOT,
+    baseline_dir,
+    read_entry,
+    recorded_settings,
+)
 
 BUG = """
 [[bug]]
@@ -173,6 +178,35 @@ def test_reach_counts_a_corpus_bug_met_through_its_known_bug(
     )
     assert out[6] == "why the unmapped cannot be counted: generator 1"
     assert out[7].split() == ["#7", "generator:", "no", "module", "hooks"]
+
+
+def test_a_finding_a_lower_rung_masks_is_recognised_by_the_rungs_above_it(
+    tmp_path: Path,
+) -> None:
+    """Its layer untold (Dynamo alone gets its .grad read wrong), a factory's lost
+    requires_grad is still the known AOTAutograd bug: the judge climbs for it."""
+    import torch
+
+    from pytest_cgraph import EquivalenceError, check_source
+
+    program = (
+        "import torch\n\n\n"
+        "def program(a0):\n"
+        "    v0 = a0.new_ones((3,), requires_grad=True)\n"
+        "    v1 = v0 * 2\n"
+        "    return (v1 * (2 if v1.grad is None else 3),)\n\n\n"
+        "def inputs(k):\n"
+        "    return (torch.ones(3),)\n"
+    )
+    with pytest.raises(EquivalenceError) as raised:
+        check_source(program, backend="aot_eager")
+    record = finding(program, raised.value.difference)
+    assert record["signature"] == "metadata-output-requires_grad"
+    data = {"backend": "aot_eager", "torch": torch.__version__, "failures": [record]}
+    if baseline_dir(torch.__version__) is None:
+        pytest.skip(f"no shipped baseline for torch {torch.__version__}")
+    found = rediscovery.recognised([(tmp_path / "r.json", data)])
+    assert [recognition.bug for recognition in found] == ["tensor-new-factory-requires-grad"]
 
 
 def test_reach_matches_against_the_baseline_it_is_given(

@@ -10,7 +10,7 @@ import cgraph_doubles.faults  # noqa: F401  (registers the faulty_* backends)
 from pytest_cgraph import ConfigurationError, EquivalenceError, check_equivalent
 from pytest_cgraph.oracle.compare import TensorSnapshot, Tolerance
 from pytest_cgraph.oracle.compiling import Backend
-from pytest_cgraph.oracle.difference import Place, Role
+from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
 from pytest_cgraph.oracle.engine import CheckSettings, run_check
 from pytest_cgraph.oracle.observe import Observation
 from pytest_cgraph.oracle.rounding import RandomDraws, explained_by_rounding, to_float64
@@ -154,9 +154,32 @@ def test_recorded_draws_are_played_back_converted_in_order():
     assert torch.equal(wide_mask, mask.double()) and torch.equal(wide_offset, offset.double())
 
 
+def test_a_fused_dropout_is_carried_over_by_its_mask():
+    # CUDA's dropout is native_dropout: its output is recomputed at float64
+    # from the input and eager's mask.
+    x = torch.randn(6)
+    with RandomDraws() as recorded:
+        _, mask = torch.native_dropout(x.bfloat16(), 0.5, True)
+    with RandomDraws(recorded.draws) as played:
+        wide, wide_mask = torch.native_dropout(x.double(), 0.5, True)
+    assert played.complete
+    assert torch.equal(wide_mask.double(), mask.double())
+    assert torch.equal(wide, x.double() * mask.double() * 2)
+
+
+def test_a_random_op_that_draws_nothing_is_no_draw():
+    # CPU attention is tagged random whatever its dropout; without one it draws nothing.
+    q = torch.randn(1, 2, 4, 8)
+    with RandomDraws() as recorded:
+        torch.nn.functional.scaled_dot_product_attention(q, q, q)
+    assert recorded.complete and not recorded.draws
+
+
 def test_draws_that_cannot_be_carried_over_leave_no_reference():
     with RandomDraws() as recorded:
         torch.rand(3)
+    with RandomDraws(recorded.draws) as other_op:
+        torch.randint(0, 10, (3,))
     with RandomDraws(recorded.draws) as other_shape:
         torch.rand(4)
     with RandomDraws(recorded.draws) as one_short:
@@ -165,7 +188,33 @@ def test_draws_that_cannot_be_carried_over_leave_no_reference():
         torch.rand(3), torch.rand(3)
     with RandomDraws() as mixed_in:  # rrelu's result is its input times the noise
         torch.nn.functional.rrelu(torch.randn(4), training=True)
-    assert not any(mode.complete for mode in (other_shape, one_short, one_more, mixed_in))
+    modes = (other_op, other_shape, one_short, one_more, mixed_in)
+    assert not any(mode.complete for mode in modes)
+
+
+def test_draws_from_a_run_that_is_not_eager_s_own_explain_nothing():
+    import copy
+
+    from pytest_cgraph.oracle import engine
+    from pytest_cgraph.oracle.compiling import device_ops_for
+
+    def double(x):
+        return x * 2 + torch.rand(2)
+
+    settings = CheckSettings(backend=Backend.named("eager"))
+    reference = engine._Float64Reference(double, (torch.ones(2),), None, settings, None)
+    ops = device_ops_for(None)
+    place = Place(Role.OUTPUT, index=0)
+    difference = Difference(Kind.VALUE, 1, place)
+    assert reference._observation(1, ops) is not None
+    eager = copy.deepcopy(reference._seen_at_precision[0])
+    compiled = copy.deepcopy(eager)
+    compiled.outputs = [TensorSnapshot.of(compiled.outputs[0].values + 1e-6)]
+    assert reference.explains(difference, eager, compiled, ops)
+    # Eager's own output of another run (other draws): the draws given to
+    # float64 are not eager's, so nothing is measured against them.
+    eager.outputs = [TensorSnapshot.of(eager.outputs[0].values + 0.5)]
+    assert not reference.explains(difference, eager, compiled, ops)
 
 
 def test_an_output_rounding_explained_is_no_stale_output_unless_it_changes_after():
@@ -184,6 +233,21 @@ def test_an_output_rounding_explained_is_no_stale_output_unless_it_changes_after
     changed, _, _ = engine._check_retained(retained, settings, False, rounded)
     assert unexplained is not None and changed is not None
     assert changed.kind.value == "stale output"
+
+
+def test_an_argument_returned_every_call_is_judged_by_its_last_explained_return():
+    from pytest_cgraph.oracle import engine
+
+    eager, compiled = torch.tensor([1.0]), torch.tensor([1.001])
+    first = {0: (TensorSnapshot.of(eager), TensorSnapshot.of(compiled))}
+    eager.add_(1), compiled.add_(1.002)  # written in place by the second call
+    second = {0: (TensorSnapshot.of(eager), TensorSnapshot.of(compiled))}
+    retained = [([eager], [compiled]), ([eager], [compiled])]
+    settings = CheckSettings(backend=Backend.named("eager"))
+    difference, _, _ = engine._check_retained(retained, settings, False, [first, second])
+    assert difference is None
+    difference, _, _ = engine._check_retained(retained, settings, False, [first, {}])
+    assert difference is not None and difference.place.iteration == 1
 
 
 def _observation(**places: list[float]) -> Observation:
@@ -220,10 +284,10 @@ def test_a_frozen_random_stream_still_fails_against_the_reference():
 
 
 def test_the_float64_reference_watches_every_cuda_generator_once_cuda_is_up(monkeypatch):
-    from pytest_cgraph.oracle import engine
+    from pytest_cgraph.oracle import rounding
 
     device_states = [torch.zeros(4, dtype=torch.uint8), torch.ones(4, dtype=torch.uint8)]
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_rng_state_all", lambda: device_states)
-    states = engine._generator_states()
+    states = rounding.generator_states()
     assert len(states) == 3 and states[1:] == device_states
