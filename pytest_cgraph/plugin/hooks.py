@@ -32,7 +32,7 @@ from pytest_cgraph.plugin.wire import (
     ending_the_run_on_mismatch,
 )
 from pytest_cgraph.registry.entries import cached_is_repro_file
-from pytest_cgraph.reporting.stats import RunStats, summary_lines
+from pytest_cgraph.reporting.stats import RunStats, iterations_words, summary_lines
 
 if TYPE_CHECKING:
     from collections.abc import Generator
@@ -63,6 +63,7 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     if options.enabled and options.database is not None:
         _check_database(options)
     if options.enabled or options.check_known:
+        _check_registries(options)
         # Last: the one check that may need torch (a backend a plugin
         # registered, a CUDA device), so a bad path is told without it.
         _check_backend_and_device(options)
@@ -82,6 +83,20 @@ def _check_backend_and_device(options: CgraphOptions) -> None:
         for backend in options.campaign_backends:
             check_backend(backend)
         check_device(options.device)
+    except ConfigurationError as exc:
+        raise pytest.UsageError(f"pytest-cgraph: {exc}") from None
+
+
+def _check_registries(options: CgraphOptions) -> None:
+    """Every file of the user's registries (``--cgraph-known`` dirs, the repro dir) is
+    read once before anything runs, and one that is ours but not whole stops the run
+    in one line: read as it is, it would pass over new bugs as known. The shipped
+    baseline is checked by the suite, not at every start (it needs torch's version)."""
+    from pytest_cgraph.errors import ConfigurationError
+    from pytest_cgraph.registry.entries import Registry
+
+    try:
+        Registry.load([*options.known_dirs, options.repro_dir])
     except ConfigurationError as exc:
         raise pytest.UsageError(f"pytest-cgraph: {exc}") from None
 
@@ -472,7 +487,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     device = session.device(config)
     terminalreporter.write_line(
         f"backend {','.join(options.campaign_backends)}, device {device}, "
-        f"{options.iters} iterations, seed {seed}"
+        f"{iterations_words(total.iterations, options.iters)}, seed {seed}"
     )
     for line in summary_lines(total, wall, [op.name for op in OPS]):
         terminalreporter.write_line(line)

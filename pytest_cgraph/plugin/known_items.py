@@ -7,6 +7,9 @@ mislead everyone: this check names it (``FIXED: ... retire it``) so the
 registry is kept true. An entry whose program now fails with another
 signature is named too (``CHANGED: ...``): it would pass over programs of a
 bug it no longer shows, and the bug it shows is not the one it names.
+An entry that needs what this machine lacks (a CPU feature, a GPU:
+:mod:`pytest_cgraph.registry.requirements`) is skipped with the reason,
+never called fixed: torch did not change, only the machine.
 """
 
 from __future__ import annotations
@@ -39,7 +42,11 @@ class KnownBugItem(CgraphItem):
     def runtest(self) -> None:
         from pytest_cgraph.oracle.driver import ReplayVerdict
         from pytest_cgraph.recording.repro import replay_verdict
+        from pytest_cgraph.registry.requirements import unmet
 
+        lacking = unmet(self.entry.requires)
+        if lacking is not None:
+            pytest.skip(f"{self.entry.path.name} {lacking}")
         replayed = replay_verdict(self.entry.path)
         if replayed.verdict is ReplayVerdict.REPRODUCED_DIFFERENTLY:
             raise KnownBugFixed(

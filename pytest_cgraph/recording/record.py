@@ -176,20 +176,29 @@ def _kept(path: Path, why: str) -> Refreshed:
 #: An entry's provenance line, and its hand-declared ``ops`` with the comment
 #: lines right above it (why those calls; see ``registry.read_entry``).
 _FOUND_BY = re.compile(r"^# found by: .*$", re.MULTILINE)
+#: What the machine must have to show it (``registry.requirements``), written by hand.
+_REQUIRES = re.compile(r"^# requires: .*\n", re.MULTILINE)
 _DECLARED_OPS = re.compile(r"(?:^#.*\n)*^ops = .*$", re.MULTILINE)
 
 
 def _keep_hand_written(entry: Path, old: str) -> None:
     """Carry into an entry's re-recorded text what was written into the old one:
-    where it was found (the recorder would name the entry itself) and its
-    declared ``ops``, the comment that says why included, verbatim. The
-    recorder writes neither."""
+    where it was found (the recorder would name the entry itself), what the
+    machine must have to show it (``# requires:``, above ``# found by:``) and
+    its declared ``ops``, the comment that says why included, verbatim. The
+    recorder writes none of them."""
     from pytest_cgraph.registry.repro_files import ENTRY_SUFFIX
 
     text = entry.read_text()
     found = _FOUND_BY.search(old)
     if found is not None:
         text = _FOUND_BY.sub(lambda _: found.group(0), text, count=1)
+    requires = _REQUIRES.search(old)
+    if requires is not None and _REQUIRES.search(text) is None:
+        head, found_line, tail = text.partition("\n# found by: ")
+        if not found_line:  # no provenance line: right below the file's first line
+            head, found_line, tail = text.partition("\n")
+        text = f"{head}\n{requires.group(0)}{found_line[1:]}{tail}"
     # Before the program: an entry's own keys, never a line of its program.
     declared = _DECLARED_OPS.search(old.partition("\nprogram = '''")[0])
     if declared is not None and entry.suffix == ENTRY_SUFFIX:

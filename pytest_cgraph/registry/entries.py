@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_cgraph.errors import ConfigurationError
 from pytest_cgraph.failures import siteless_signature
 from pytest_cgraph.oracle.difference import Difference, error_in_headline, kin_signature
 from pytest_cgraph.registry.hazards import CONFIG_PREFIX, hazards, required_hazards
@@ -66,9 +67,11 @@ from pytest_cgraph.registry.repro_files import (
     LAYER,
     MARKER_LINE,
     REPRO_SUFFIX,
+    REQUIRES,
     header_value,
     is_own_text,
 )
+from pytest_cgraph.registry.requirements import check_requirements, device_requirements
 from pytest_cgraph.registry.severity import Severity
 
 if sys.version_info >= (3, 11):
@@ -115,6 +118,9 @@ class KnownBug:
     #: Its bug claims every difference of a program making its essential calls
     #: (:attr:`Bug.any_symptom`).
     any_symptom: bool = False
+    #: What a machine needs to show it (:mod:`pytest_cgraph.registry.requirements`):
+    #: its own, its bug's and its device's; where one is lacking it is not replayed.
+    requires: tuple[str, ...] = ()
 
     def claims(self, ops: frozenset[str]) -> bool:
         """Whether a failing program calling ``ops`` may be this bug."""
@@ -186,6 +192,7 @@ class KnownBug:
             "by_hazard": self.by_hazard,
             "kin_signature": self.kin_signature,
             "any_symptom": self.any_symptom,
+            "requires": list(self.requires),
         }
 
     @classmethod
@@ -202,6 +209,7 @@ class KnownBug:
             bool(data.get("by_hazard", False)),
             data.get("kin_signature"),
             bool(data.get("any_symptom", False)),
+            tuple(data.get("requires", ())),
         )
 
 
@@ -234,6 +242,8 @@ class Bug:
     #: version, e.g. ``2.14.1+cu130``, to ``7 of 8 forms reproduce``), so a report
     #: is written against the newest torch it still fails on.
     checked: dict[str, str] = field(default_factory=dict, compare=False)
+    #: What a machine needs to show any of its forms (:mod:`pytest_cgraph.registry.requirements`).
+    requires: tuple[str, ...] = ()
     #: Keys this version does not know, kept for whoever writes the file back.
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -249,6 +259,7 @@ _BUG_KEYS = frozenset(
         "upstream",
         "checked",
         "any_symptom",
+        "requires",
     }
 )
 
@@ -257,7 +268,8 @@ def read_bugs(directory: Path) -> list[Bug]:
     """The bugs of ``directory``'s bugs file, in its order; none without one.
 
     A bugs file that does not parse, or a bug missing a key, raises
-    ``ValueError``: ignoring it would silently change what counts as known.
+    :class:`ConfigurationError` (a ``ValueError``) in one line: ignoring it
+    would silently change what counts as known.
     """
     path = directory / BUGS_FILE
     try:
@@ -267,7 +279,7 @@ def read_bugs(directory: Path) -> list[Bug]:
     try:
         table = tomllib.loads(data.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"{path}: not a bugs file: {error}") from error
+        raise ConfigurationError(f"{path}: not a bugs file: {error}") from error
     bugs = []
     for raw in table.get("bug", []):
         try:
@@ -281,12 +293,13 @@ def read_bugs(directory: Path) -> list[Bug]:
                     forms=tuple(str(form) for form in raw["forms"]),
                     upstream=str(raw.get("upstream", "unsearched")),
                     any_symptom=_flag(raw, "any_symptom"),
+                    requires=check_requirements(raw.get("requires", [])),
                     checked={str(k): str(v) for k, v in raw.get("checked", {}).items()},
                     extra={key: value for key, value in raw.items() if key not in _BUG_KEYS},
                 )
             )
         except (KeyError, TypeError, ValueError) as error:
-            raise ValueError(f"{path}: bug {raw.get('id', '?')!r}: {error!r}") from error
+            raise ConfigurationError(f"{path}: bug {raw.get('id', '?')!r}: {error!r}") from error
     return bugs
 
 
@@ -340,57 +353,141 @@ def is_repro_file(path: Path) -> bool:
 
 
 def read_entry(path: Path) -> KnownBug | None:
-    """The entry a repro file or entry stands for; ``None`` for foreign or unreadable files."""
+    """The entry a repro file or entry stands for; ``None`` for foreign or unreadable files.
+
+    A file that is this plugin's (its first line says so) but is not whole
+    raises :class:`ConfigurationError`, in one line naming the file and what
+    is wrong: a TOML entry that does not parse, a header without its
+    signature, a program that is not Python, a key of the wrong type. Read
+    leniently, such a file would claim every program of its signature (an
+    empty program calls nothing, so it asks nothing of a failing one) and
+    silently hide new bugs.
+    """
     try:
         text = path.read_text(errors="replace")
     except OSError:
         return None
     head = text[:HEADER_BYTES]
-    signature = header_value(head, BASE_SIGNATURE)
-    if not is_own_text(head) or signature is None:
+    if not is_own_text(head):
         return None
-    layer = header_value(head, LAYER)
-    declared = _declared_ops(path, text)
+    signature = header_value(head, BASE_SIGNATURE)
+    if signature is None:
+        raise _malformed(path, "its header has no base signature line")
+    if path.suffix == ENTRY_SUFFIX:
+        table = _entry_table(path, text, signature)
+        program = str(table["program"])
+        declared = table.get("ops")
+        device = table.get("device")
+    else:
+        program = _program_in(text)
+        if not program:
+            raise _malformed(path, "it has no PROGRAM_SOURCE")
+        declared = None
+        device = recorded_settings(path).get("device")
+    _check_program(path, program)
     bug = _bugs_by_form(path.parent).get(path.name)
-    error = error_in_headline(header_value(head, FAILURE) or "")
+    try:
+        requires = check_requirements(
+            dict.fromkeys(
+                [
+                    *(header_value(head, REQUIRES) or "").split(),
+                    *(bug.requires if bug is not None else ()),
+                    *device_requirements(device if isinstance(device, str) else None),
+                ]
+            )
+        )
+    except ValueError as error:
+        raise _malformed(path, str(error)) from None
+    layer = header_value(head, LAYER)
+    headline_error = error_in_headline(header_value(head, FAILURE) or "")
+    ops = (
+        frozenset(str(op) for op in declared)
+        if isinstance(declared, list)
+        else program_ops(program)
+    )
     return KnownBug(
         signature,
         None if layer in (None, "none") else layer,
         path,
-        declared if declared is not None else program_ops(_program_of(path, text)),
+        ops,
         bug.id if bug is not None else None,
         bug.essential if bug is not None else None,
         by_hazard=declared is None and bug is None,
-        kin_signature=kin_signature(signature, *error) if error is not None else None,
+        kin_signature=(
+            kin_signature(signature, *headline_error) if headline_error is not None else None
+        ),
         any_symptom=bug is not None and bug.any_symptom,
+        requires=requires,
     )
 
 
-def _declared_ops(path: Path, text: str) -> frozenset[str] | None:
-    """An entry's own ``ops = [...]``: the calls a failing program must make to be its
-    bug, where the minimal program's calls say too much. ``ops = []`` claims every
-    program with the entry's signature and layer: for a signature that names its
-    mechanism whatever op triggers it (an op that returns its input itself in eager)."""
-    if path.suffix != ENTRY_SUFFIX:
-        return None
-    try:
-        declared = tomllib.loads(text).get("ops")
-    except tomllib.TOMLDecodeError:
-        return None
-    if not isinstance(declared, list):
-        return None
-    return frozenset(str(op) for op in declared)
+#: An entry's keys, by the types their values must have (``program`` and the rest
+#: required, ``timeout`` and after it optional). ``ops = [...]`` is the calls a
+#: failing program must make to be its bug, where the minimal program's calls say
+#: too much; ``ops = []`` claims every program with the entry's signature and
+#: layer (for a signature that names its mechanism whatever op triggers it).
+_ENTRY_KEYS: dict[str, tuple[type, ...]] = {
+    "signature": (str,),
+    "backend": (str,),
+    "device": (str,),
+    "program": (str,),
+    "backend_modules": (list,),
+    "timeout": (int, float),
+    "threads": (int,),
+    "ops": (list,),
+}
+_REQUIRED_KEYS = ("signature", "backend", "device", "program")
 
 
-def _program_of(path: Path, text: str) -> str:
-    """The program of a repro file's or entry's ``text``, or "" if it has none."""
-    if path.suffix != ENTRY_SUFFIX:
-        return _program_in(text)
+def _entry_table(path: Path, text: str, signature: str) -> dict[str, object]:
+    """An entry's TOML keys, checked: each required key present, each key of its type,
+    list keys of strings, and the ``signature`` key its header's base signature."""
     try:
-        program = tomllib.loads(text).get("program", "")
-    except tomllib.TOMLDecodeError:
-        return ""  # replaying the entry says what is wrong with it
-    return program if isinstance(program, str) else ""
+        table: dict[str, object] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise _malformed(path, f"it does not parse as TOML ({error})") from None
+    missing = [key for key in _REQUIRED_KEYS if key not in table]
+    if missing:
+        raise _malformed(path, f"it has no {', '.join(missing)} key")
+    for key, value in table.items():
+        types = _ENTRY_KEYS.get(key)
+        if types is None:
+            continue  # a key of a newer pytest-cgraph: read by whoever wrote it
+        if isinstance(value, bool) or not isinstance(value, types):
+            wanted = " or ".join(kind.__name__ for kind in types)
+            raise _malformed(path, f"its {key} is {value!r}, not a {wanted}")
+        if isinstance(value, list) and not all(isinstance(item, str) for item in value):
+            raise _malformed(path, f"its {key} holds something other than strings: {value!r}")
+    if table["signature"] != signature:
+        raise _malformed(
+            path,
+            f"its signature key {table['signature']!r} is not its header's base signature "
+            f"{signature!r}",
+        )
+    return table
+
+
+def _check_program(path: Path, program: str) -> None:
+    """A registry file's program must be Python that defines ``program``: a program
+    cut short (a file truncated while copied) would claim what it no longer calls."""
+    try:
+        tree = ast.parse(program)
+    except SyntaxError as error:
+        raise _malformed(
+            path, f"its program is not Python (line {error.lineno}: {error.msg})"
+        ) from None
+    except ValueError as error:  # a null byte, before Python 3.12 made it a SyntaxError
+        raise _malformed(path, f"its program is not Python ({error})") from None
+    if not any(isinstance(node, ast.FunctionDef) and node.name == "program" for node in tree.body):
+        raise _malformed(path, "its program defines no program() function")
+
+
+def _malformed(path: Path, what: str) -> ConfigurationError:
+    """The one line a registry file that is ours but not whole is refused with."""
+    return ConfigurationError(
+        f"{path}: a pytest-cgraph registry file, but {what}; restore it (or record it "
+        "again with python -m pytest_cgraph.record) or remove it"
+    )
 
 
 def registry_files(directory: Path) -> list[Path]:

@@ -35,6 +35,9 @@ LAYER = "# layer: "
 #: The failure's headline (:meth:`Difference.headline`): a crash's exception and message.
 FAILURE = "# failure: "
 SIZE = "# size: "
+#: What a machine needs to show the failure (:mod:`pytest_cgraph.registry.requirements`),
+#: space-separated; absent: nothing beyond the device.
+REQUIRES = "# requires: "
 
 #: A repro file's suffix: a Python script.
 REPRO_SUFFIX = ".py"

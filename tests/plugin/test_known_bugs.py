@@ -122,6 +122,67 @@ def test_check_known_fails_an_entry_whose_program_now_fails_another_way(
     )
 
 
+def test_a_truncated_entry_stops_the_run_in_one_line(pytester: pytest.Pytester) -> None:
+    # Read leniently it had no program, so it called nothing and claimed every
+    # failing program of its signature: a new bug would have passed as known.
+    from pytest_cgraph.registry.entries import BASELINE_ROOT
+
+    registry = pytester.mkdir("known")
+    whole = (BASELINE_ROOT / "torch-2.13" / "grad-grad-aot_eager.toml").read_text()
+    cut = registry / "grad-grad-aot_eager.toml"
+    cut.write_text(whole[: whole.index("program = ") + 40])
+    for run in ("--cgraph", "--cgraph-check-known"):
+        result = pytester.runpytest(run, f"--cgraph-known={registry}", "-p", "no:cacheprovider")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        lines = [line for line in result.errlines if line]
+        assert len(lines) == 1, lines
+        assert lines[0].startswith(
+            f"ERROR: pytest-cgraph: {cut}: a pytest-cgraph registry file, but it does not "
+            "parse as TOML ("
+        ), lines
+        assert lines[0].endswith(
+            "); restore it (or record it again with python -m pytest_cgraph.record) or remove it"
+        ), lines
+
+
+def test_check_known_skips_an_entry_this_machine_cannot_show_never_calling_it_fixed(
+    pytester: pytest.Pytester,
+) -> None:
+    # A CUDA entry on a machine without CUDA, and an entry that needs an AVX-512
+    # CPU on one whose Inductor kernels are AVX2: neither can show here, and
+    # "no longer reproduces" would say torch fixed what it did not.
+    from pytest_cgraph.registry.entries import BASELINE_ROOT
+
+    registry = pytester.mkdir("known")
+    whole = (BASELINE_ROOT / "torch-2.13" / "grad-grad-aot_eager.toml").read_text()
+    (registry / "grad-grad-cuda.toml").write_text(
+        whole.replace('device = "cpu"', 'device = "cuda"')
+    )
+    (registry / "grad-grad-avx512.toml").write_text(
+        whole.replace("# found by: ", "# requires: avx512\n# found by: ")
+    )
+    # The machine as seen by the checks: AVX2 kernels, no CUDA device (whatever
+    # this one has), so both entries are skipped on every machine the suite runs on.
+    pytester.makeconftest(
+        "from pytest_cgraph.registry import requirements\n"
+        "requirements.inductor_vector_isa = lambda: 'avx2'\n"
+        "requirements._LACKS['cuda'] = lambda: 'this machine has no CUDA device'\n"
+    )
+    result = pytester.runpytest(
+        "--cgraph-check-known", "--cgraph-no-baseline", f"--cgraph-known={registry}", "-rs"
+    )
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines_random(
+        [
+            "SKIPPED * grad-grad-avx512.toml needs a CPU whose Inductor kernels are vectorised "
+            "with AVX-512 (AVX2 kernels hide it); Inductor vectorises this CPU's kernels with avx2",
+            "SKIPPED * grad-grad-cuda.toml needs a CUDA device and a CUDA build of torch; this "
+            "machine has no CUDA device",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*FIXED*")
+
+
 # Two replay faults in one backend (a frozen random stream, lost input writes):
 # one signature (a wrong value) reached through either is two bugs.
 TWO_FAULTS = (

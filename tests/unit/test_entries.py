@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_cgraph.errors import ConfigurationError
 from pytest_cgraph.oracle.driver import ReproCase
 from pytest_cgraph.recording import repro
 from pytest_cgraph.recording.repro import entry_text, header_of, recorded_case, replay_file
@@ -63,6 +64,14 @@ def test_an_entry_keeps_its_program_byte_for_byte(tmp_path: Path, source: str) -
     # The header is the entry's first lines, as written: the registry reads it.
     text = path.read_text()
     assert text.startswith(f"{ENTRY_LINE}\n") and header_of(text)[: len(HEADER)] == HEADER
+    try:
+        compile(source, "program", "exec")
+    except (SyntaxError, ValueError):
+        # Kept byte for byte, but no program a registry can read: refused, not
+        # read as calling nothing (which would claim every failing program).
+        with pytest.raises(ConfigurationError, match="its program is not Python"):
+            read_entry(path)
+        return
     entry = read_entry(path)
     assert entry is not None and (entry.signature, entry.layer) == ("value-output", "aot_eager")
 

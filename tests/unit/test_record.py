@@ -73,7 +73,10 @@ def test_a_refresh_keeps_what_was_written_into_an_entry_by_hand(
 ) -> None:
     _, entry = recorded(tmp_path)
     text = entry.path.read_text()
-    found_by = "# found by: cgraph::mutation; replay: pytest --cgraph --cgraph-seed 7"
+    found_by = (
+        "# requires: avx512\n"
+        "# found by: cgraph::mutation; replay: pytest --cgraph --cgraph-seed 7"
+    )
     declared = '# Why: the clamp after any duplicate _foreach_add_ is this bug.\nops = ["clamp_"]'
     text = re.sub(r"^# found by: .*$", found_by, text, count=1, flags=re.MULTILINE)
     text = text.replace('\ndevice = "cpu"\n', f'\ndevice = "cpu"\n{declared}\n', 1)
@@ -83,6 +86,7 @@ def test_a_refresh_keeps_what_was_written_into_an_entry_by_hand(
     assert entry.path.read_text() == text  # nothing else changed either
     refreshed = read_entry(entry.path)
     assert refreshed is not None and refreshed.ops == {"clamp_"}
+    assert refreshed.requires == ("avx512",)
 
 
 def test_an_entry_exports_as_a_standalone_repro_that_reproduces(

@@ -11,6 +11,7 @@ from typing import cast
 
 import pytest
 
+from pytest_cgraph.errors import ConfigurationError
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role, error_in_headline
 from pytest_cgraph.registry.entries import (
     AUTOCAST,
@@ -132,8 +133,11 @@ def test_entries_are_read_from_headers_and_foreign_files_are_skipped(tmp_path: P
     assert entry is not None
     assert (entry.signature, entry.layer, entry.ops) == ("grad-grad", None, frozenset({"t_"}))
     (tmp_path / "conftest.py").write_text("import pytest\n")
-    (tmp_path / "b.py").write_text(f"{MARKER_LINE}\n# no signature here\n")
     assert [e.path.name for e in Registry.load([tmp_path]).entries()] == ["a.py"]
+    # Ours by its first line but without a signature: refused, not skipped as foreign.
+    (tmp_path / "b.py").write_text(f"{MARKER_LINE}\n# no signature here\n")
+    with pytest.raises(ConfigurationError, match=r"b\.py: .* has no base signature line"):
+        Registry.load([tmp_path])
 
 
 def test_a_program_s_ops_are_its_calls_and_those_of_its_own_plain_functions() -> None:
