@@ -24,8 +24,14 @@ from pytest_cgraph.errors import CgraphError
 from pytest_cgraph.failures import FailureText
 from pytest_cgraph.reporting.stats import RunStats
 
-#: Raised whenever a message's fields change meaning or shape.
-SCHEMA = 1
+#: Raised whenever a message's fields change meaning or shape: the fields of every
+#: record that crosses processes (whatever has a ``to_json``/``from_json`` or
+#: ``pack``/``unpack`` pair, and the records and enums they hold).
+#: ``tests/unit/test_wire_records.py`` records those fields beside the schema they
+#: belong to, and fails when they change and this does not.
+#: 2: a registry entry (``KnownBug``) carries what a machine ``requires`` to show it,
+#: and run statistics (``RunStats``) count programs by their ``iterations``.
+SCHEMA = 2
 
 #: Where each message rides: a key of a report's ``__dict__`` or of a worker's output.
 #: An item's call report: its final :class:`ItemMessage`.

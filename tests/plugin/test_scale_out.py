@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_cgraph.plugin.wire import SCHEMA
 from pytest_cgraph.registry.repro_files import BASE_SIGNATURE, SIZE, header_value
 
 pytest_plugins = "pytester"
@@ -350,8 +351,8 @@ def test_a_worker_of_another_message_schema_ends_the_run_in_one_line(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stdout.fnmatch_lines(
         [
-            "*an xdist worker sent pytest-cgraph message schema 99, this controller reads 1: "
-            "install the same pytest-cgraph on every host of the run*"
+            "*an xdist worker sent pytest-cgraph message schema 99, this controller reads "
+            f"{SCHEMA}: install the same pytest-cgraph on every host of the run*"
         ]
     )
     # One line: no traceback of the plugin's (xdist may still note the worker it stopped).

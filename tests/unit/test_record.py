@@ -74,8 +74,7 @@ def test_a_refresh_keeps_what_was_written_into_an_entry_by_hand(
     _, entry = recorded(tmp_path)
     text = entry.path.read_text()
     found_by = (
-        "# requires: avx512\n"
-        "# found by: cgraph::mutation; replay: pytest --cgraph --cgraph-seed 7"
+        "# requires: avx512\n# found by: cgraph::mutation; replay: pytest --cgraph --cgraph-seed 7"
     )
     declared = '# Why: the clamp after any duplicate _foreach_add_ is this bug.\nops = ["clamp_"]'
     text = re.sub(r"^# found by: .*$", found_by, text, count=1, flags=re.MULTILINE)
