@@ -304,10 +304,17 @@ def read_options(config: pytest.Config) -> CgraphOptions:
 
 
 def _seed(value: str) -> int:
+    """A whole number, not negative: xdist's channel (execnet) cannot carry an int below
+    -2**31, so a negative seed would stop a run under ``-n`` where it works without."""
     try:
-        return int(value)
+        seed = int(value)
     except ValueError:
-        raise ConfigurationError(f"the seed must be a whole number, got {value!r}") from None
+        seed = -1
+    if seed < 0:
+        raise ConfigurationError(
+            f"the seed must be a whole number, 0 or more, got {value!r}"
+        ) from None
+    return seed
 
 
 def _backends(value: str) -> tuple[str, ...]:

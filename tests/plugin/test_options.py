@@ -154,6 +154,17 @@ def test_no_header_without_cgraph(pytester: pytest.Pytester) -> None:
         (["--cgraph-iters", "0"], "ERROR: --cgraph-iters: *positive integer, got '0' (from *line)"),
         (["--cgraph-iters=-3"], "ERROR: --cgraph-iters: *positive integer, got '-3' (from *line)"),
         (
+            # xdist's channel carries no int below -2**31: refused at once, not under -n
+            ["--cgraph-seed=-3000000000"],
+            "ERROR: --cgraph-seed: the seed must be a whole number, 0 or more, got "
+            "'-3000000000' (from command line)",
+        ),
+        (
+            ["--cgraph-seed", "x1"],
+            "ERROR: --cgraph-seed: the seed must be a whole number, 0 or more, got 'x1' "
+            "(from command line)",
+        ),
+        (
             ["--cgraph-timeout", "soon"],
             "ERROR: --cgraph-timeout: the time limit must be a non-negative number, got 'soon' "
             "(from command line)",
