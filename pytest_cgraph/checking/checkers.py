@@ -192,6 +192,15 @@ class IsolatedChecker:
             return Outcome.exited(exitcode, self._last_words())
         return outcome
 
+    def start(self, device: str) -> None:
+        """Start a child for programs on ``device`` now, if none runs, rather than at
+        the first check: a time-boxed campaign item takes its share of the box
+        once the child is up, so that the child's start is not its alone."""
+        method = start_method(device)
+        if self._start_method not in (None, method):
+            self._end_child()
+        self._child(method)
+
     def close(self) -> None:
         """End the child and remove its dump file (a later check starts both afresh)."""
         try:

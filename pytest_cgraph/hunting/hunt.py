@@ -61,6 +61,14 @@ ROUND_EXAMPLES = 100
 #: ended a statement longer (6 rather than 5).
 STATEMENTS_STALL = 0.4
 
+#: Part of its equal share of a time box (the box times the workers over the
+#: items) that each item is sure of, however long the items before it on its
+#: worker ran: an item stops drawing and shrinking early enough to leave this
+#: much to each item after it. A 90 s box over 8 items on one worker lost its
+#: last two families (0 programs drawn) to the first items' shrinks, repro
+#: checks and first compiles, which ran past their shares.
+FLOOR_SHARE = 0.5
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -77,8 +85,9 @@ class Budget:
     examples: int
     duration: float | None = None
     shrink_seconds: float = 20.0
-    #: When the whole run's time box ends (``time.time()``): no drawing nor
-    #: shrinking past it, whatever this item's share says.
+    #: When this item's time ends (``time.time()``): no drawing nor shrinking
+    #: past it, whatever its share says. The run's time box's end, less what
+    #: :meth:`time_left_share` keeps for the items after it.
     deadline: float | None = None
 
     @property
@@ -100,6 +109,38 @@ class Budget:
         whole, extra = divmod(self.examples, count)
         counts = [whole + (1 if index < extra else 0) for index in range(count)]
         return [dataclasses.replace(self, examples=number) for number in counts if number]
+
+    def time_left_share(self, now: float, left: int) -> Budget:
+        """The budget of an item starting at ``now`` (``time.time()``), with ``left``
+        items of its worker still to run, itself included.
+
+        This budget's ``duration`` is an item's equal share of the box and its
+        ``deadline`` the box's end. The item hunts for an equal part of the
+        time left, not for its planned share: an item that ran past its share
+        (a shrink, a repro's verification, a first compile) takes that time
+        from every item after it, not from the last ones alone, and time an
+        item leaves unused goes to the rest. Its own end comes early enough
+        to leave ``FLOOR_SHARE`` of an equal share to each item after it, so a
+        shrink cannot eat their time; nothing runs past the box's end.
+        """
+        assert self.duration is not None and self.deadline is not None
+        left = max(left, 1)
+        share = max(self.deadline - now, 0.0) / left
+        kept = FLOOR_SHARE * self.duration * (left - 1)
+        end = min(max(now + share, self.deadline - kept), self.deadline)
+        return dataclasses.replace(self, duration=share, deadline=end)
+
+
+def items_left(index: int, count: int, workers: int) -> int:
+    """How many campaign items a worker still runs as it starts item ``index`` of the
+    run's ``count``, itself included.
+
+    One process runs them all, in order. xdist deals the items out in order
+    to whichever worker is free, so a worker runs about one in ``workers`` of
+    those after this one: an estimate, which the time left corrects at each
+    item's start (:meth:`Budget.time_left_share`).
+    """
+    return 1 + max(count - index - 1, 0) // max(workers, 1)
 
 
 class BudgetSpent(BaseException):
@@ -181,7 +222,17 @@ class Hunt:
 
     @property
     def spent(self) -> bool:
-        """Nothing more to draw: the budget is used, too many new bugs, or stalled."""
+        """Nothing more to draw: the budget is used, too many new bugs, or stalled.
+
+        Not before the first round has drawn a program, however late the item
+        started: a family of a time-boxed run that checked nothing was not
+        tested at all, and one program costs a check (and, if it fails in a new
+        way, its recording: its shrink ends at once).
+        """
+        owed = self.drawn == 0 and self.rounds <= 1 and not self.stalled
+        return self._budget_used() and not owed
+
+    def _budget_used(self) -> bool:
         if self.stalled or len(self.new) >= MAX_NEW or self.past_deadline:
             return True
         if self.budget.duration is not None:
@@ -190,7 +241,7 @@ class Hunt:
 
     @property
     def past_deadline(self) -> bool:
-        """The run's time box is over (see :attr:`Budget.deadline`)."""
+        """This item's time in the run's box is over (see :attr:`Budget.deadline`)."""
         deadline = self.budget.deadline
         return deadline is not None and self.wall_clock() >= deadline
 
@@ -400,7 +451,9 @@ class Hunt:
         case = self.case_of(program, source)
         self.checks += 1
         self.drawn += int(drawn)
-        self.stats.count_program(self.family, program.all_features(), drawn, case.backend)
+        self.stats.count_program(
+            self.family, program.all_features(), drawn, case.backend, case.iters
+        )
         outcome = self.check(case)
         try:
             return self._judge(case, outcome)

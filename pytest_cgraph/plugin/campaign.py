@@ -41,7 +41,7 @@ from pytest_cgraph.failures import (
     Verdict,
 )
 from pytest_cgraph.hunting.database import build_database
-from pytest_cgraph.hunting.hunt import STALL_AFTER, Budget, Hunt
+from pytest_cgraph.hunting.hunt import STALL_AFTER, Budget, Hunt, items_left
 from pytest_cgraph.plugin import session
 from pytest_cgraph.plugin.items import CgraphItem
 from pytest_cgraph.plugin.options import CgraphOptions
@@ -129,12 +129,10 @@ class CampaignItem(CgraphItem):
         stats = session.stats_of(self)
         stats.campaign = True
         options = self.options
-        if options.duration is not None:
-            self.budget = dataclasses.replace(
-                self.budget, deadline=session.campaign_deadline(self.config)
-            )
-        started = time.perf_counter()
         with long_lived_heap_frozen(), self._checker() as checker:
+            budget = self._budget(checker)
+            # Hunting from here: a time box's checking child is up.
+            started = time.perf_counter()
             hunt = Hunt(
                 family=self.family,
                 strategy=programs(
@@ -155,7 +153,7 @@ class CampaignItem(CgraphItem):
                 ),
                 layer_of=first_diverging_layer,
                 masked_at=masked_rungs,
-                budget=self.budget,
+                budget=budget,
                 stats=stats,
                 strict=options.strict,
                 seed=self.item_seed,
@@ -175,6 +173,38 @@ class CampaignItem(CgraphItem):
         if found:
             verbose = self.config.get_verbosity() > 0
             raise NewBugsFound(self.family, found, hunt.stalled, verbose)
+
+    def _budget(self, checker: Checker) -> Budget:
+        """The item's budget as it starts: in a time box, its part of the time then
+        left (items before it on this worker may have run past their shares).
+
+        The box's first item starts the checking child before it takes its
+        share: the child's start (importing torch and the compile stack,
+        seconds, more on a busy machine) is taken from the box, so that the
+        box still bounds the run, but from the time all of this worker's items
+        share, not from the first item's share alone, which it left a program
+        or two of a short box.
+        """
+        if self.options.duration is None:
+            return self.budget
+        from pytest_cgraph.checking.checkers import IsolatedChecker
+
+        boxed = dataclasses.replace(self.budget, deadline=session.campaign_deadline(self.config))
+        if isinstance(checker, IsolatedChecker):
+            checker.start(session.device(self.config))
+        return boxed.time_left_share(time.time(), self._items_left())
+
+    def _items_left(self) -> int:
+        """The campaign items this worker still runs, this one included (an estimate
+        under xdist: see :func:`~pytest_cgraph.hunting.hunt.items_left`)."""
+        campaign = [
+            item for item in getattr(self.session, "items", []) if isinstance(item, CampaignItem)
+        ]
+        if self not in campaign:
+            return 1
+        worker = getattr(self.config, "workerinput", None)
+        workers = int(worker.get("workercount", 1) or 1) if worker is not None else 1
+        return items_left(campaign.index(self), len(campaign), workers)
 
     @contextmanager
     def _checker(self) -> Iterator[Checker]:
@@ -324,9 +354,11 @@ def make_items(
     programs, the same ones. ``--cgraph-duration`` boxes the whole campaign,
     in equal time per item, so each backend gets an equal share of it
     however slowly it compiles: ``workers`` run the items at once, so each
-    hunts for the box times the workers over the items (the whole box where
-    there are no more items than workers), and none draws or shrinks past
-    the box's end (:func:`pytest_cgraph.plugin.session.campaign_deadline`).
+    is planned the box times the workers over the items (the whole box where
+    there are no more items than workers). As it starts, an item hunts for
+    its part of the time then left instead (:meth:`Budget.time_left_share`:
+    one before it may have overrun), and none draws or shrinks past the
+    box's end (:func:`pytest_cgraph.plugin.session.campaign_deadline`).
     """
     backends = options.campaign_backends
     budget = Budget(options.examples, options.duration, options.shrink_seconds)

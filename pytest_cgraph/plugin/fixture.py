@@ -51,14 +51,16 @@ class CgraphChecker:
 
     @contextmanager
     def _counted(
-        self, failing: Callable[[EquivalenceError], Failure]
+        self, failing: Callable[[EquivalenceError], Failure], iters: int | None
     ) -> Iterator[list[CheckReport]]:
-        """Count one check: its program, its time, and what it compiled and captured;
-        a difference as the failure ``failing`` makes of it (its repro written)."""
+        """Count one check: its program, its iterations (``None``: a source's own
+        ``ITERS``, known once it has run), its time, and what it compiled and
+        captured; a difference as the failure ``failing`` makes of it (its repro
+        written)."""
         from pytest_cgraph.errors import EquivalenceError, InvalidProgram
 
         done: list[CheckReport] = []
-        self.stats.count_program(FIXTURE_FAMILY, set())
+        self.stats.count_program(FIXTURE_FAMILY, set(), iters=iters)
         started = time.perf_counter()
         try:
             yield done
@@ -71,6 +73,8 @@ class CgraphChecker:
         finally:
             self.stats.seconds += time.perf_counter() - started
         for report in done:
+            if iters is None:
+                self.stats.count_iterations(report.iterations)
             self.stats.count_report(report)
             self.reports.append(report)
 
@@ -113,13 +117,17 @@ class CgraphChecker:
     def check(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> CheckReport:
         """Check ``fn`` on ``args``; keywords override the session's backend, device, iters."""
         from pytest_cgraph.checking.runner import check_equivalent
+        from pytest_cgraph.errors import ConfigurationError
 
         kwargs.setdefault("backend", self.options.backend)
         kwargs.setdefault("device", self.device)
         kwargs.setdefault("iters", self.options.iters)
         __tracebackhide__ = True
-        with self._counted(self._recorded(fn, args, kwargs)) as done:
-            done.append(check_equivalent(fn, *args, **kwargs))
+        try:
+            with self._counted(self._recorded(fn, args, kwargs), kwargs["iters"]) as done:
+                done.append(check_equivalent(fn, *args, **kwargs))
+        except ConfigurationError as error:
+            raise _without_frames(error) from None
         return done[0]
 
     def _recorded(
@@ -155,12 +163,17 @@ class CgraphChecker:
         an ambient grad mode (``GRAD_MODE``), arguments rebuilt per call.
         """
         from pytest_cgraph.checking.runner import check_source
+        from pytest_cgraph.errors import ConfigurationError
 
         kwargs.setdefault("backend", self.options.backend)
         kwargs.setdefault("device", self.device)
         __tracebackhide__ = True
-        with self._counted(self._unwritten(self._case(source, kwargs))) as done:
-            done.append(check_source(source, **kwargs))
+        failing = self._unwritten(self._case(source, kwargs))
+        try:
+            with self._counted(failing, kwargs.get("iters")) as done:
+                done.append(check_source(source, **kwargs))
+        except ConfigurationError as error:
+            raise _without_frames(error) from None
         return done[0]
 
     def _case(self, source: str, settings: dict[str, Any]) -> Case:
@@ -169,6 +182,20 @@ class CgraphChecker:
 
         iters = settings.get("iters") or self.options.iters
         return Case(source, str(settings["backend"]), str(settings["device"]), int(iters))
+
+
+def _without_frames(error: BaseException) -> BaseException:
+    """A check's :class:`~pytest_cgraph.errors.ConfigurationError` (a bad option, an
+    argument that cannot be copied per side) without the frames that raised it.
+
+    Its message is the whole story, in one line, as a marked test's is: the
+    frames that raised it (the runner, the engine, the copying of arguments)
+    say nothing of the test, and pytest would print each with its source.
+    Raised from the check (whose frame pytest hides), it shows under the
+    test's own line that called the check, and keeps its type for a test
+    that expects it.
+    """
+    return error.with_traceback(None)
 
 
 @pytest.fixture

@@ -159,7 +159,7 @@ class MarkedRun:
         from pytest_cgraph.errors import InvalidProgram
 
         stats = session.stats_of(self.item)
-        stats.count_program("marker", set())
+        stats.count_program("marker", set(), iters=self.iters)
         try:
             with time_limit(self.options.timeout):
                 report = check_equivalent(

@@ -185,6 +185,30 @@ def _text(value: Any, missing: str = "—") -> str:
     return html.escape(missing if value is None or value == "" else str(value))
 
 
+def _iterations(data: Mapping[str, Any]) -> Any:
+    """The iterations the run's checks ran (``4``, or ``4-5`` where marked tests or
+    fixture checks ran their own ``iters``), as the terminal summary says them;
+    the session's ``iters`` for a report without the counts."""
+    counts = data.get("iterations")
+    used = (
+        sorted(int(key) for key, count in counts.items() if str(key).isdigit() and count)
+        if isinstance(counts, dict)
+        else []
+    )
+    if not used:
+        return data.get("iters")
+    return str(used[0]) if used[0] == used[-1] else f"{used[0]}-{used[-1]}"
+
+
+def _known_verdict(data: Mapping[str, Any]) -> str:
+    """What the known bugs seen again cost the run, as the terminal summary says it:
+    a campaign passes over them, a marked test or fixture check fails on one."""
+    families = data.get("families")
+    if isinstance(families, dict) and (families.get("marker") or families.get("fixture")):
+        return "not new; a marked test or fixture check that meets one fails all the same"
+    return "not failures"
+
+
 def _backend_of(failure: dict[str, Any]) -> Any:
     """The backend a failure was found on; reports before the ``backend`` key hold it
     in the case alone."""
@@ -418,7 +442,7 @@ def _header(data: Mapping[str, Any], source: str | None) -> str:
         ("device", _text(data.get("device"))),
         ("torch", _text(data.get("torch"))),
         ("seed", _text(data.get("seed"))),
-        ("iterations", _text(data.get("iters"))),
+        ("iterations", _text(_iterations(data))),
         ("wall", _seconds(data.get("seconds"))),
     ]
     new = _number(data.get("new_signatures"))
@@ -827,7 +851,7 @@ def _signatures(data: Mapping[str, Any], run_dir: str | None, html_dir: Path | N
         "failures",
         "Signatures",
         f"<h3>New</h3>{new_counts}{new}"
-        f"<h3>Known, seen again (not failures)</h3>{known_counts}{known}",
+        f"<h3>Known, seen again ({_known_verdict(data)})</h3>{known_counts}{known}",
     )
 
 

@@ -52,6 +52,9 @@ class KnownAs:
         return cls(Severity(severity) if severity else None, data.get("bug"), data.get("title"))
 
 
+#: The families marked tests and ``cgraph`` fixture checks count their programs under.
+TEST_FAMILIES = ("marker", "fixture")
+
 #: A known bug's registry entry seen again: its signature and the entry's file. Two
 #: entries of one broad signature (``value-output``) are two bugs, counted apart.
 KnownKey = tuple[str, str]
@@ -143,6 +146,9 @@ class RunStats:
     families: Counter[str] = field(default_factory=Counter)
     #: Campaign programs checked per backend (a campaign may hunt on several).
     backends: Counter[str] = field(default_factory=Counter)
+    #: Programs checked per iteration count: a marked test or a fixture check may
+    #: run its own ``iters``, and the summary says what the checks ran.
+    iterations: Counter[int] = field(default_factory=Counter)
     features: Counter[str] = field(default_factory=Counter)
     invalid_reasons: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
@@ -161,16 +167,29 @@ class RunStats:
     known_backends: dict[KnownKey, Counter[str]] = field(default_factory=dict)
 
     def count_program(
-        self, family: str, features: set[str], drawn: bool = True, backend: str | None = None
+        self,
+        family: str,
+        features: set[str],
+        drawn: bool = True,
+        backend: str | None = None,
+        iters: int | None = None,
     ) -> None:
         """A program was checked (whatever the verdict); ``drawn`` unless a shrink step;
-        ``backend``: the campaign's backend it was checked on."""
+        ``backend``: the campaign's backend it was checked on; ``iters``: the
+        iterations it ran (``None``: not known before the check, see
+        :meth:`count_iterations`)."""
         self.programs += 1
         self.drawn += int(drawn)
         self.families[family] += 1
         if backend is not None:
             self.backends[backend] += 1
+        if iters is not None:
+            self.count_iterations(iters)
         self.features.update(features)
+
+    def count_iterations(self, iters: int) -> None:
+        """A program checked ran ``iters`` iterations."""
+        self.iterations[iters] += 1
 
     def count_invalid(self, reason: str) -> None:
         """Eager raised: the program has no reference behaviour."""
@@ -228,6 +247,7 @@ class RunStats:
         self.campaign = self.campaign or other.campaign
         self.families.update(other.families)
         self.backends.update(other.backends)
+        self.iterations.update(other.iterations)
         self.features.update(other.features)
         self.invalid_reasons.update(other.invalid_reasons)
         self.skipped.update(other.skipped)
@@ -326,6 +346,8 @@ class RunStats:
             "campaign": self.campaign,
             "families": dict(self.families),
             "backends": dict(self.backends),
+            # JSON keys are strings: {"4": programs that ran 4 iterations}.
+            "iterations": {str(iters): count for iters, count in sorted(self.iterations.items())},
             "features": dict(self.features),
             "invalid_reasons": dict(self.invalid_reasons),
             "skipped": dict(self.skipped),
@@ -370,6 +392,9 @@ class RunStats:
             campaign=data.get("campaign", False),
             families=Counter(data["families"]),
             backends=Counter(data.get("backends", {})),
+            iterations=Counter(
+                {int(iters): count for iters, count in data.get("iterations", {}).items()}
+            ),
             features=Counter(data["features"]),
             invalid_reasons=Counter(data["invalid_reasons"]),
             skipped=Counter(data["skipped"]),
@@ -430,6 +455,18 @@ def write_report(
     temporary.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     temporary.replace(path)
     return data
+
+
+def iterations_words(iterations: Counter[int], default: int) -> str:
+    """The iterations a run's checks ran, as its summary's header says them: one
+    count (``4 iterations``), or the fewest and most (``4-5 iterations``) where a
+    marked test or a fixture check ran its own ``iters``; ``default`` (the
+    session's ``--cgraph-iters``) only where nothing was checked. The session's
+    option alone would claim 5 for a run whose one test asked for 4."""
+    used = [iters for iters, count in iterations.items() if count] or [default]
+    low, high = min(used), max(used)
+    counted = f"{low}" if low == high else f"{low}-{high}"
+    return f"{counted} iteration{'' if high == 1 else 's'}"
 
 
 def summary_lines(stats: RunStats, wall_seconds: float, known_ops: list[str]) -> list[str]:
@@ -505,10 +542,20 @@ def summary_lines(stats: RunStats, wall_seconds: float, known_ops: list[str]) ->
         entries = len(stats.known_hits)
         lines.append(
             f"known: {len(groups)} bug(s) seen again ({entries} registry "
-            f"{'entry' if entries == 1 else 'entries'}), not failures"
+            f"{'entry' if entries == 1 else 'entries'}), {_known_verdict(stats)}"
         )
         lines.extend(_known_line(group, len(stats.backends) > 1) for group in groups)
     return lines
+
+
+def _known_verdict(stats: RunStats) -> str:
+    """What a known bug seen again cost the run. A campaign item passes over one;
+    a marked test or a ``cgraph`` fixture check that meets one fails all the same,
+    since the user's own code gives a wrong result when compiled: "not failures"
+    under a test that failed for one misled its reader."""
+    if any(stats.families.get(family) for family in TEST_FAMILIES):
+        return "not new (a marked test or fixture check that meets one fails all the same)"
+    return "not failures"
 
 
 def _known_line(group: KnownGroup, per_backend: bool = False) -> str:

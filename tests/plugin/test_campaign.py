@@ -434,6 +434,28 @@ def test_a_time_boxed_run_says_how_its_box_was_spent(pytester: pytest.Pytester) 
     )
 
 
+# About 15 s: a fresh checking child and a compile per family.
+@pytest.mark.deep
+def test_every_family_of_a_short_time_box_checks_programs(pytester: pytest.Pytester) -> None:
+    """The first item of a box pays the checking child's start and the first
+    compiles, seconds past its share of a short box: before, the items after it
+    on the worker found the box over and checked nothing (a family with 0
+    programs was never tested). Each item now shares out the time left as it
+    starts, and checks a program however late it starts."""
+    result = campaign(
+        pytester,
+        "--cgraph-families=views,schedules,mixed",
+        "--cgraph-duration=3s",
+        "--cgraph-seed=1",
+        "--cgraph-report=r.json",
+    )
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 3
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert set(report["families"]) == {"views", "schedules", "mixed"}, report["families"]
+    assert min(report["families"].values()) >= 1
+
+
 THREADS_CONFTEST = """
 import torch
 

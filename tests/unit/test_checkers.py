@@ -52,6 +52,23 @@ def test_a_child_checks_programs_and_is_replaced_after_its_quota(
     assert isolated.child_pid is None
 
 
+def test_a_child_started_ahead_checks_the_first_program() -> None:
+    """A time-boxed item starts the child before it takes its share of the box, so
+    that the first item alone does not pay for it: the child started ahead is
+    the one that checks, and starting again is free."""
+    isolated = IsolatedChecker((), timeout=60.0)
+    try:
+        isolated.start("cpu")
+        pid = isolated.child_pid
+        isolated.start("cpu")
+        outcome = isolated.check(case(ADD_ONE))
+        assert pid is not None and isolated.child_pid == pid
+        assert isolated.children_started == 1
+    finally:
+        isolated.close()
+    assert outcome.verdict is Verdict.PASS, outcome
+
+
 def test_a_child_checks_with_what_it_inherited_frozen() -> None:
     watched = Case(
         ADD_ONE,

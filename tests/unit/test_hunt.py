@@ -474,3 +474,66 @@ def test_one_signature_through_two_hazards_is_two_bugs_through_other_ops_of_one_
     calls = sorted(sorted(program_ops(failure.case.source)) for failure in found)
     assert calls == [["add_"], ["rand_like"]]
     assert hunt.known_hits > 0  # later programs of each, through other numbers
+
+
+def run_worker(
+    box: float, items: int, overrun: Callable[[int], float]
+) -> list[tuple[float, float]]:
+    """A worker's items run one after another in a box starting at 0: each hunts its
+    share and then, while shrinking or verifying what it found, ``overrun(index)``
+    seconds more, cut at its own end (its budget's deadline), as a hunt is. The
+    (start, time hunted) of each item."""
+    equal = Budget(1, duration=box / items, deadline=box)
+    now, spans = 0.0, []
+    for index in range(items):
+        budget = equal.time_left_share(now, items - index)
+        assert budget.duration is not None and budget.deadline is not None
+        assert budget.deadline <= box  # nothing past the box's end
+        ended = min(now + budget.duration + overrun(index), budget.deadline)
+        spans.append((now, ended - now))
+        now = max(ended, now)
+    return spans
+
+
+def test_an_item_that_overruns_its_share_leaves_the_items_after_it_a_floor() -> None:
+    """The first items of a 90 s box over 8 items each shrink a bug for 30 s past
+    their share: before, the last items started past the box's end and drew
+    nothing. Each share is now an equal part of the time left, and each item
+    stops early enough that those after it still get half an equal share."""
+    equal = 90 / 8
+    spans = run_worker(90.0, 8, overrun=lambda index: 30.0 if index < 6 else 0.0)
+    assert all(hunted >= hunt_module.FLOOR_SHARE * equal - 1e-9 for _, hunted in spans), spans
+    assert spans[-1][0] < 90.0 and sum(hunted for _, hunted in spans) <= 90.0 + 1e-9
+
+
+def test_time_an_item_leaves_unused_goes_to_the_items_after_it() -> None:
+    """An item that ends early (too many new bugs, a stall) leaves its time to the
+    rest: the last item hunts for what is left, not for its planned share."""
+    spans = run_worker(80.0, 4, overrun=lambda index: -20.0 if index == 0 else 0.0)
+    assert spans[0][1] == 0.0  # ended at once
+    assert [hunted for _, hunted in spans[1:]] == pytest.approx([80 / 3] * 3)
+    assert spans[-1][0] + spans[-1][1] == pytest.approx(80.0)
+
+
+def test_an_item_started_past_the_box_still_checks_one_program() -> None:
+    """However late it starts (its worker was given more items than its share, or a
+    check outran every reserve), an item checks a program of its family: a family
+    the summary shows with 0 programs was never tested at all."""
+    wall = [2000.0]
+    hunt, _ = make_hunt(lambda number: Outcome(Verdict.PASS), wall_clock=lambda: wall[0])
+    hunt.budget = Budget(1, duration=10.0, deadline=1000.0).time_left_share(wall[0], 3)
+    assert hunt.run() == []
+    assert hunt.drawn == 1 and hunt.checks == 1 and hunt.spent
+
+
+@pytest.mark.parametrize(
+    ("index", "count", "workers", "left"),
+    [(0, 8, 1, 8), (7, 8, 1, 1), (0, 8, 2, 4), (1, 8, 2, 4), (6, 8, 2, 1), (7, 8, 2, 1),
+     (0, 5, 2, 3), (1, 5, 2, 2), (4, 5, 2, 1), (0, 3, 8, 1)],
+)  # fmt: skip
+def test_the_items_a_worker_has_left_are_its_deal_of_those_after_this_one(
+    index: int, count: int, workers: int, left: int
+) -> None:
+    """xdist deals the items out in order, one at a time, so a worker starting item
+    ``index`` of ``count`` runs about one in ``workers`` of those after it."""
+    assert hunt_module.items_left(index, count, workers) == left

@@ -84,6 +84,32 @@ def test_the_page_shows_the_run_its_charts_and_its_tables() -> None:
     assert not parsed.of("script")
 
 
+def test_the_page_gives_the_iterations_the_checks_ran_not_the_sessions_option() -> None:
+    data = sample()
+    data["iters"] = 5
+    data["iterations"] = {"4": 3, "6": 1}
+
+    def shown(data: dict[str, Any]) -> str:
+        text = " ".join(Page(render_html(data)).text)
+        return re.sub(r"\s+", " ", text.split("iterations", 1)[1])[:8]
+
+    assert shown(data).startswith(" 4-6 ")
+    data["iterations"] = {"4": 3}
+    assert shown(data).startswith(" 4 ")
+    del data["iterations"]  # a report of a version without the counts
+    assert shown(data).startswith(" 5 ")
+
+
+def test_known_bugs_a_marked_test_met_are_not_said_to_be_no_failures() -> None:
+    data = sample()
+    assert "Known, seen again (not failures)" in render_html(data)
+    data["families"] = {**data["families"], "marker": 1}
+    assert (
+        "Known, seen again (not new; a marked test or fixture check that meets one fails "
+        "all the same)" in render_html(data)
+    )
+
+
 def test_the_findings_chart_steps_up_once_per_signature_and_runs_to_the_end() -> None:
     data = sample()
     data["timeline"].append(

@@ -11,7 +11,13 @@ import pytest_cgraph
 from pytest_cgraph.failures import Case, Failure, Outcome, ReproResult, ReproStatus, Verdict
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
 from pytest_cgraph.registry.entries import read_bugs
-from pytest_cgraph.reporting.stats import RunStats, report_data, summary_lines, write_report
+from pytest_cgraph.reporting.stats import (
+    RunStats,
+    iterations_words,
+    report_data,
+    summary_lines,
+    write_report,
+)
 
 WRONG = Difference(Kind.VALUE, 2, Place(Role.OUTPUT, index=0))
 
@@ -52,6 +58,38 @@ def test_stats_survive_json_and_merging_adds_every_count() -> None:
     assert [f.case.nodeid for f in total.failures] == ["cgraph::views", "cgraph::mutation"]
     assert list(total.by_signature()) == ["value-output"]
     assert total.verified_repros() == 1  # one signature, verified by its written repro
+
+
+def test_the_iterations_checks_ran_travel_from_workers_and_are_told_as_a_range() -> None:
+    """A marked test's ``iters=4`` reaches the controller's summary from an xdist
+    worker, whose counts travel as JSON (whose keys are strings)."""
+    marked, fixture = RunStats(), RunStats()
+    marked.count_program("marker", set(), iters=4)
+    fixture.count_program("fixture", set(), iters=None)
+    fixture.count_iterations(5)  # a source's own ITERS, known once it ran
+    total = RunStats()
+    for stats in (marked, fixture):
+        total.merge(RunStats.from_json(json.loads(json.dumps(stats.to_json()))))
+    assert total.iterations == Counter({4: 1, 5: 1})
+    assert iterations_words(total.iterations, default=5) == "4-5 iterations"
+    assert iterations_words(marked.iterations, default=5) == "4 iterations"
+    assert iterations_words(Counter(), default=1) == "1 iteration"  # nothing checked
+
+
+def test_a_known_bug_a_marked_test_met_is_not_said_to_be_no_failure() -> None:
+    """A campaign passes over a known bug; a marked test (or a fixture check) that
+    meets one fails all the same, so its summary must not say "not failures"."""
+    campaign = RunStats(campaign=True)
+    campaign.count_program("views", set())
+    campaign.count_outcome(Outcome(Verdict.FAIL, WRONG), known_repro="known/value-output.py")
+    assert summary_lines(campaign, 1.0, [])[-2].endswith("(1 registry entry), not failures")
+    marked = RunStats()
+    marked.count_program("marker", set(), iters=5)
+    marked.count_outcome(Outcome(Verdict.FAIL, WRONG), known_repro="known/value-output.py")
+    assert summary_lines(marked, 1.0, [])[-2] == (
+        "known: 1 bug(s) seen again (1 registry entry), not new (a marked test or fixture "
+        "check that meets one fails all the same)"
+    )
 
 
 def test_a_signature_both_known_and_new_counts_each_side_s_programs_apart() -> None:
