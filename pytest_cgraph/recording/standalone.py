@@ -16,12 +16,21 @@ test is turned into the same kind of source a drawn program has
 
 - a module argument is rebuilt without its ``__init__``: its class (imported
   or copied), literal attributes, parameters and buffers as literals, and
-  its submodules, so that its ``forward`` reads the same state.
+  its submodules, so that its ``forward`` reads the same state;
+- an optimizer argument is rebuilt without its ``__init__`` too: its class
+  (imported or copied), defaults, param groups (hyper-parameters, and its
+  parameters as the module arguments' own, named by attribute path) and
+  state (momentum buffers, Adam's moments and step, ...), so that its
+  ``step`` reads the same state and moves the same parameters;
+- a tensor or module met twice (a parameter in its module, in an
+  optimizer, passed on its own; a submodule registered under two names) is
+  one object in the repro, as it was in the test.
 
-What cannot be written this way (a test method, an optimizer argument, a
-tensor too large to inline, an object with no source) raises :class:`NotInlinable`
-with the reason: the failure is then reported without a repro file, saying
-why, rather than with a file that would not run.
+What cannot be written this way (a test method, a learning-rate scheduler,
+a hook, a tensor too large to inline, an object with no source) raises
+:class:`NotInlinable` with the reason: the failure is then reported without
+a repro file, saying why, rather than with a file that would not run or
+would run something else.
 """
 
 from __future__ import annotations
@@ -32,11 +41,12 @@ import functools
 import importlib
 import inspect
 import math
+import re
 import sys
 import sysconfig
 import textwrap
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -315,41 +325,18 @@ def _constant(value: Any) -> str:
 
 
 def _render_arguments(names: list[str], values: list[Any], module: _Module) -> tuple[str, int]:
-    """``def inputs(k)`` building ``values`` inline, and their size."""
-    lines: list[str] = []
-    storages: dict[StorageKey | None, str] = {}
-    shared = _shared_storages(values)
-    size = len(values)
-    for name, value in zip(names, values, strict=True):
-        if isinstance(value, torch.nn.Module):
-            expression, elements = _ModuleWriter(module, storages, lines).expression(name, value)
-            size += elements
-            lines.append(f"{name} = {expression}")
-            continue
-        if isinstance(value, torch.optim.Optimizer):
-            raise NotInlinable(
-                f"argument {name!r} is a {type(value).__name__}; optimizers are not written "
-                "inline (their state refers to parameters by identity)"
-            )
-        if not isinstance(value, torch.Tensor):
-            if not (
-                _is_literal(value) or isinstance(value, (torch.dtype, torch.device, torch.Size))
-            ):
-                raise NotInlinable(
-                    f"argument {name!r} is a {type(value).__name__}; only tensors and "
-                    "literal values are written inline"
-                )
-            lines.append(f"{name} = {_constant(value)}")
-            continue
-        expression, elements = _tensor_expression(name, value, storages, shared, lines)
-        size += elements
-        lines.append(f"{name} = {expression}")
-        if value.is_leaf and value.grad is not None:
-            gradient, _ = _tensor_expression(f"{name}.grad", value.grad, {}, set(), lines)
-            lines.append(f"{name}.grad = {gradient}")
+    """``def inputs(k)`` building ``values`` inline, and their size.
+
+    Optimizers are written last, whatever their place among the arguments:
+    their parameters are then the ones their modules' rebuilt copies hold.
+    """
+    writer = _InputsWriter(module, values)
+    order = sorted(range(len(values)), key=lambda i: isinstance(values[i], torch.optim.Optimizer))
+    for index in order:
+        writer.argument(names[index], values[index])
     returned = ", ".join(names) + ("," if len(names) == 1 else "")
-    body = textwrap.indent("\n".join([*lines, f"return ({returned})"]), "    ")
-    return f"def {INPUTS}(k):\n{body}", size
+    body = textwrap.indent("\n".join([*writer.lines, f"return ({returned})"]), "    ")
+    return f"def {INPUTS}(k):\n{body}", len(values) + writer.elements
 
 
 #: Copied into a repro that rebuilds a module argument.
@@ -368,37 +355,131 @@ _REBUILT_MODULE = '''def _rebuilt(cls, training, attributes, parameters, buffers
     module.training = training
     return module'''
 
+#: Copied into a repro that rebuilds an optimizer argument.
+_REBUILT_OPTIMIZER = '''def _rebuilt_optimizer(cls, defaults, param_groups, state, attributes):
+    """A ``cls`` optimizer with exactly these groups and state, built without running
+    its ``__init__`` (whose arguments are not known): what ``step`` reads is the
+    groups' hyper-parameters and the state, keyed by the parameters' positions."""
+    optimizer = cls.__new__(cls)
+    torch.optim.Optimizer.__init__(optimizer, param_groups, defaults)
+    optimizer.__dict__.update(attributes)
+    parameters = [p for group in optimizer.param_groups for p in group["params"]]
+    for position, values in state.items():
+        optimizer.state[parameters[position]] = values
+    return optimizer'''
 
-class _ModuleWriter:
-    """Writes an ``nn.Module`` argument as a ``_rebuilt(...)`` expression.
 
-    Its class is imported or copied like any name the test uses; its
-    parameters and buffers become tensor literals, a parameter shared by
-    two submodules is written once; its other attributes must be literals.
+class _InputsWriter:
+    """Writes the statements of ``inputs()``: its arguments, and what they hold.
+
+    A tensor or module that ran as one object is one object in the repro: a
+    parameter reached through its module, as a tensor argument and through
+    an optimizer, or a submodule registered twice, is built once and named
+    wherever it is met again; and a storage that two tensors view (among
+    the arguments, the modules' parameters and buffers, the optimizers'
+    state) is written once.
+
+    A module is rebuilt by ``_rebuilt``: its class imported or copied like
+    any name the test uses, its parameters and buffers as literals, its
+    other attributes as literals. An optimizer is rebuilt by
+    ``_rebuilt_optimizer``: its class, defaults, groups (their parameters
+    named by their module's attribute path) and state.
     """
 
-    def __init__(
-        self, module: _Module, storages: dict[StorageKey | None, str], lines: list[str]
-    ) -> None:
+    def __init__(self, module: _Module, values: list[Any]) -> None:
         self.module = module
-        self.storages = storages
-        self.lines = lines
+        self.lines: list[str] = []
+        self.storages: dict[StorageKey | None, str] = {}
+        self.shared = _shared_storages(values)
+        #: The variable (or expression) each tensor written so far is known by.
         self.tensors: dict[int, str] = {}
+        #: A module argument's parameters and buffers, by their attribute path.
+        self.paths: dict[int, str] = {}
+        #: Modules met more than once (a submodule registered twice, a module
+        #: passed beside its parent), and the variable each is known by once written.
+        self.repeated = _repeated_modules(values)
+        self.modules: dict[int, str] = {}
+        self.written = 0
         self.elements = 0
 
-    def expression(self, name: str, value: torch.nn.Module) -> tuple[str, int]:
-        if "_rebuilt" not in self.module.bound:
-            self.module.bound["_rebuilt"] = _REBUILT_MODULE
-            self.module.definitions.append(_REBUILT_MODULE)
-        return self._module(name, value), self.elements
+    def argument(self, name: str, value: Any) -> None:
+        if isinstance(value, torch.nn.Module):
+            self._helper("_rebuilt", _REBUILT_MODULE)
+            self.lines.append(f"{name} = {self._module(name, value, variable=name)}")
+            for path, parameter in value.named_parameters():
+                self.paths.setdefault(id(parameter), f"{name}.get_parameter({path!r})")
+            for path, buffer in value.named_buffers():
+                self.paths.setdefault(id(buffer), f"{name}.get_buffer({path!r})")
+        elif isinstance(value, torch.optim.Optimizer):
+            self._helper("_rebuilt_optimizer", _REBUILT_OPTIMIZER)
+            self.lines.append(f"{name} = {self._optimizer(name, value)}")
+        elif isinstance(value, torch.Tensor):
+            known = self.tensors.get(id(value))
+            if known is None:
+                self.tensor(name, value, variable=name)
+            else:  # a parameter of a module argument before it, passed on its own too
+                self.lines.append(f"{name} = {known}")
+        elif _is_literal(value) or isinstance(value, (torch.dtype, torch.device, torch.Size)):
+            self.lines.append(f"{name} = {_constant(value)}")
+        else:
+            raise NotInlinable(
+                f"argument {name!r} is a {type(value).__name__}; only tensors, modules, "
+                "optimizers and literal values are written inline"
+            )
 
-    def _module(self, path: str, value: torch.nn.Module | None) -> str:
+    def _helper(self, name: str, text: str) -> None:
+        if name not in self.module.bound:
+            self.module.bound[name] = text
+            self.module.definitions.append(text)
+
+    def tensor(self, path: str, tensor: torch.Tensor | None, variable: str | None = None) -> str:
+        """The variable holding ``tensor``: written here (its ``.grad`` too) the first
+        time it is met, named again after that."""
+        if tensor is None:
+            return "None"
+        known = self.tensors.get(id(tensor))
+        if known is not None:
+            return known
+        if variable is None:
+            variable = f"_tensor{self.written}_{_identifier(path)}"
+            self.written += 1
+        expression, elements = _tensor_expression(
+            path, tensor, self.storages, self.shared, self.lines
+        )
+        self.elements += elements
+        self.lines.append(f"{variable} = {expression}")
+        self.tensors[id(tensor)] = variable
+        grad = tensor.grad if tensor.is_leaf else None
+        if grad is not None:
+            gradient = self.tensors.get(id(grad))
+            if gradient is None:
+                gradient, _ = _tensor_expression(
+                    f"{path}.grad", grad, self.storages, self.shared, self.lines
+                )
+                self.tensors[id(grad)] = f"{variable}.grad"
+            self.lines.append(f"{variable}.grad = {gradient}")
+        return variable
+
+    def _module(self, path: str, value: torch.nn.Module | None, variable: str = "") -> str:
+        """``_rebuilt(...)`` for a module; a module met before is named, not rebuilt,
+        and one that will be met again is bound to a variable first."""
         if value is None:  # a child slot registered empty, as a parameter may be
             return "None"
-        cls = type(value)
-        if "<locals>" in cls.__qualname__:
-            raise NotInlinable(f"argument {path!r} is a {cls.__qualname__}, defined in a function")
-        self.module.need(cls.__name__, {cls.__name__: cls})
+        known = self.modules.get(id(value))
+        if known is not None:
+            return known
+        if variable:  # an argument: its own name, bound by the caller's line
+            self.modules[id(value)] = variable
+            return self._rebuilt_module(path, value)
+        if id(value) not in self.repeated:
+            return self._rebuilt_module(path, value)
+        variable = f"_module{len(self.modules)}_{_identifier(path)}"
+        self.lines.append(f"{variable} = {self._rebuilt_module(path, value)}")
+        self.modules[id(value)] = variable
+        return variable
+
+    def _rebuilt_module(self, path: str, value: torch.nn.Module) -> str:
+        cls = self._class(path, value)
         internal = _module_internals()
         attributes: dict[str, Any] = {}
         for key, attribute in vars(value).items():
@@ -413,11 +494,11 @@ class _ModuleWriter:
                 )
             attributes[key] = attribute
         parameters = {
-            key: self._tensor(f"{path}.{key}", parameter)
+            key: self.tensor(f"{path}.{key}", parameter)
             for key, parameter in value._parameters.items()
         }
         buffers = {
-            key: f"({self._tensor(f'{path}.{key}', buffer)}, "
+            key: f"({self.tensor(f'{path}.{key}', buffer)}, "
             f"{key not in value._non_persistent_buffers_set})"
             for key, buffer in value._buffers.items()
         }
@@ -425,25 +506,144 @@ class _ModuleWriter:
             key: self._module(f"{path}.{key}", child) for key, child in value._modules.items()
         }
         return (
-            f"_rebuilt({cls.__name__}, {value.training}, {_constant(attributes)}, "
+            f"_rebuilt({cls}, {value.training}, {_constant(attributes)}, "
             f"{_dictionary(parameters)}, {_dictionary(buffers)}, {_dictionary(children)})"
         )
 
-    def _tensor(self, path: str, tensor: torch.Tensor | None) -> str:
-        if tensor is None:
-            return "None"
-        if id(tensor) not in self.tensors:
-            variable = f"_tensor{len(self.tensors)}_{path.replace('.', '_')}"
-            expression, elements = _tensor_expression(
-                path, tensor, self.storages, set(), self.lines
+    def _class(self, path: str, value: object) -> str:
+        """The name the repro knows ``value``'s class by (imported or copied)."""
+        cls = type(value)
+        if "<locals>" in cls.__qualname__:
+            raise NotInlinable(f"argument {path!r} is a {cls.__qualname__}, defined in a function")
+        self.module.need(cls.__name__, {cls.__name__: cls})
+        return cls.__name__
+
+    def _optimizer(self, name: str, value: torch.optim.Optimizer) -> str:
+        """``_rebuilt_optimizer(...)`` for an optimizer argument, or a refusal saying why.
+
+        Its parameters are those of the module arguments (by attribute path)
+        or tensor arguments they are; one that is neither is written inline.
+        Its state is written as tensors and literals keyed by the parameters'
+        positions in its groups, as ``state_dict`` keys them.
+        """
+        cls = self._class(name, value)
+        bare = _bare_optimizer_attributes(type(value))
+        attributes: dict[str, Any] = {}
+        for key, attribute in vars(value).items():
+            if key in ("defaults", "param_groups", "state"):
+                continue
+            if key.startswith("_optimizer_") and key.endswith("_hooks"):
+                if attribute:
+                    raise NotInlinable(f"argument {name!r} has {key}; hooks are not written inline")
+                continue
+            if key == "step" and hasattr(attribute, "_wrapped_by_lr_sched"):
+                raise NotInlinable(
+                    f"argument {name!r} has its step() wrapped by an LR scheduler; "
+                    "schedulers are not written inline"
+                )
+            if not _is_literal(attribute):
+                raise NotInlinable(
+                    f"argument {name!r} keeps {key!r}, a {type(attribute).__name__}; only "
+                    "literal attributes of an optimizer are written inline"
+                )
+            if key not in bare or not _same_constant(bare[key], attribute):
+                attributes[key] = attribute
+        # A parameter's position is its first place among the groups' parameters
+        # (a duplicate keeps its place in the count), as ``state_dict`` numbers them.
+        positions: dict[int, int] = {}
+        flat = 0
+        groups: list[str] = []
+        for g, group in enumerate(value.param_groups):
+            entries: list[str] = []
+            for key, setting in group.items():
+                if key == "params":
+                    parameters: list[str] = []
+                    for parameter in setting:
+                        positions.setdefault(id(parameter), flat)
+                        flat += 1
+                        where = f"{name}.param_groups[{g}]['params'][{len(parameters)}]"
+                        parameters.append(self._parameter(where, parameter))
+                    entries.append(f"'params': [{', '.join(parameters)}]")
+                else:
+                    where = f"{name}.param_groups[{g}][{key!r}]"
+                    entries.append(f"{_constant(key)}: {self._value(where, setting)}")
+            groups.append("{" + ", ".join(entries) + "}")
+        states: list[str] = []
+        for parameter, state in value.state.items():
+            position = positions.get(id(parameter))
+            if position is None or not isinstance(state, dict):
+                raise NotInlinable(
+                    f"argument {name!r} keeps state for a {type(parameter).__name__} outside "
+                    "its param_groups; only its parameters' state is written inline"
+                )
+            where = f"{name}.state[{position}]"
+            states.append(f"{position}: {self._value(where, state)}")
+        defaults = self._value(f"{name}.defaults", value.defaults)
+        arguments = [cls, defaults, _block("[", groups, "]"), _block("{", states, "}")]
+        arguments.append(_constant(attributes))
+        return "_rebuilt_optimizer(\n" + textwrap.indent(",\n".join(arguments), "    ") + ",\n)"
+
+    def _parameter(self, path: str, parameter: Any) -> str:
+        """An optimizer's parameter: its module's, by attribute path; a tensor
+        argument's, by its name; else written here."""
+        if not isinstance(parameter, torch.Tensor):
+            raise NotInlinable(f"{path} is a {type(parameter).__name__}, not a tensor")
+        named = self.paths.get(id(parameter)) or self.tensors.get(id(parameter))
+        return named or self._value(path, parameter)  # the optimizer's own: not moved either
+
+    def _value(self, path: str, value: Any) -> str:
+        """A hyper-parameter or state entry: tensors by identity, containers of them, literals.
+
+        An optimizer's own tensors are not moved to the check's device as its
+        parameters are, so only CPU ones are written (as they were).
+        """
+        if isinstance(value, torch.Tensor):
+            if value.device.type != "cpu":
+                raise NotInlinable(
+                    f"{path} is on {value.device}; an optimizer's own tensors are written "
+                    "inline on the CPU only"
+                )
+            return self.tensor(path, value)
+        if _is_literal(value) or isinstance(value, (torch.dtype, torch.device, torch.Size)):
+            return _constant(value)
+        if type(value) in (list, tuple):
+            items = [self._value(f"{path}[{i}]", item) for i, item in enumerate(value)]
+            if type(value) is list:
+                return f"[{', '.join(items)}]"
+            return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+        if type(value) is dict and all(_is_literal(key) for key in value):
+            entries = (
+                f"{_constant(key)}: {self._value(f'{path}[{key!r}]', item)}"
+                for key, item in value.items()
             )
-            self.elements += elements
-            self.lines.append(f"{variable} = {expression}")
-            if tensor.is_leaf and tensor.grad is not None:
-                gradient, _ = _tensor_expression(f"{path}.grad", tensor.grad, {}, set(), self.lines)
-                self.lines.append(f"{variable}.grad = {gradient}")
-            self.tensors[id(tensor)] = variable
-        return self.tensors[id(tensor)]
+            return "{" + ", ".join(entries) + "}"
+        raise NotInlinable(
+            f"{path} is a {type(value).__name__}; an optimizer's settings and state are "
+            "written inline as tensors and literal values only"
+        )
+
+
+def _block(opening: str, items: list[str], closing: str) -> str:
+    """A list or dict display, one item a line (a group's settings make a long one)."""
+    if not items:
+        return opening + closing
+    return opening + "\n" + "".join(f"    {item},\n" for item in items) + closing
+
+
+def _bare_optimizer_attributes(cls: type[torch.optim.Optimizer]) -> dict[str, Any]:
+    """The literal attributes ``Optimizer.__init__`` gives a ``cls``, which the repro's
+    ``_rebuilt_optimizer`` runs too: those the argument still has need not be written."""
+    bare = cls.__new__(cls)
+    try:
+        torch.optim.Optimizer.__init__(bare, [torch.zeros(1, requires_grad=True)], {})
+    except Exception:
+        return {}  # a class whose own add_param_group wants more: every attribute is written
+    return {key: value for key, value in vars(bare).items() if _is_literal(value)}
+
+
+def _identifier(path: str) -> str:
+    """``path`` (``opt.state[0].exp_avg``) as part of a variable name."""
+    return re.sub(r"\W+", "_", path).strip("_")
 
 
 @functools.cache
@@ -456,15 +656,57 @@ def _dictionary(entries: dict[str, str]) -> str:
     return "{" + ", ".join(f"{key!r}: {text}" for key, text in entries.items()) + "}"
 
 
+def _repeated_modules(values: list[Any]) -> set[int]:
+    """The modules reached more than once through the module arguments: one object
+    each in the repro, as in the test (a forward that sets an attribute of one
+    sets it for every place it is registered)."""
+    met: set[int] = set()
+    repeated: set[int] = set()
+    for value in values:
+        if isinstance(value, torch.nn.Module):
+            for _, module in value.named_modules(remove_duplicate=False):
+                (repeated if id(module) in met else met).add(id(module))
+    return repeated
+
+
 def _shared_storages(values: list[Any]) -> set[StorageKey]:
-    """Storages that more than one argument views: written once, viewed by each."""
+    """Storages that more than one tensor views, among the arguments and what their
+    modules and optimizers hold: written once, viewed by each."""
+    met: set[int] = set()
     seen: set[StorageKey] = set()
     shared: set[StorageKey] = set()
-    for value in values:
-        key = storage_key(value) if isinstance(value, torch.Tensor) else None
+    for tensor in _held_tensors(values):
+        if id(tensor) in met:
+            continue  # one object, written once: no second view of its storage
+        met.add(id(tensor))
+        key = storage_key(tensor)
         if key is not None:  # an empty storage holds nothing to share
             (shared if key in seen else seen).add(key)
     return shared
+
+
+def _held_tensors(value: Any) -> Iterator[torch.Tensor]:
+    """Every tensor ``value`` is or holds that ``inputs()`` writes: a tensor and its
+    ``.grad``, a module's parameters and buffers, an optimizer's parameters,
+    settings and state, and those of a list of them."""
+    if isinstance(value, torch.Tensor):
+        yield value
+        if value.is_leaf and value.grad is not None:
+            yield value.grad
+    elif isinstance(value, torch.nn.Module):
+        for tensor in (*value.parameters(), *value.buffers()):
+            yield from _held_tensors(tensor)
+    elif isinstance(value, torch.optim.Optimizer):
+        yield from _held_tensors(value.defaults)
+        for group in value.param_groups:
+            yield from _held_tensors(group)
+        yield from _held_tensors(list(value.state.values()))
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _held_tensors(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _held_tensors(item)
 
 
 def _tensor_expression(
@@ -482,6 +724,10 @@ def _tensor_expression(
         )
     if tensor.is_quantized or tensor.device.type == "meta":
         raise NotInlinable(f"argument {name!r} is a {tensor.device.type}/quantized tensor")
+    if tensor._backward_hooks or tensor._post_accumulate_grad_hooks:
+        # The check calls them on each side's copy (a clip, an optimizer step run
+        # in backward); a literal would leave them out.
+        raise NotInlinable(f"argument {name!r} has hooks registered; hooks are not written inline")
     data = tensor.detach()
     storage_elements = data.untyped_storage().nbytes() // max(data.element_size(), 1)
     plain = (

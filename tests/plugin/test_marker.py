@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,8 @@ import cgraph_doubles.inprocess  # noqa: F401  (kept loaded across in-process ru
 from cgraph_doubles.workers import WORKERS
 
 pytest_plugins = "pytester"
+
+TESTS = Path(__file__).resolve().parents[1]
 
 # --cgraph with the campaign cut to one deselected item: only the marked tests run.
 CHECKED_WITHOUT_CAMPAIGN = (
@@ -231,6 +234,84 @@ def test_a_module_argument_is_rebuilt_in_its_repro(pytester: pytest.Pytester) ->
     assert fixed.ret == 0, fixed.stdout.str()
 
 
+TRAINING = """
+import pytest
+import torch
+from torch import nn
+
+
+class TwoLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 4)
+        self.head = nn.Sequential(nn.Tanh(), nn.Linear(4, 1))
+
+    def forward(self, x):
+        return self.head(self.lin(x))
+
+
+def loss_of(net):
+    return net(torch.ones(2, 3)).pow(2).mean()
+
+
+@pytest.fixture
+def net():
+    torch.manual_seed(0)
+    return TwoLayer()
+
+
+@pytest.fixture
+def adam(net):
+    opt = torch.optim.Adam(net.parameters(), lr=0.1, amsgrad=True)
+    loss_of(net).backward()
+    opt.step()  # the test starts from this state, and from the .grad it left
+    return opt
+
+
+@pytest.mark.cgraph_equivalent(iters=4)
+def test_adam_step(net, adam):
+    adam.zero_grad()
+    loss = loss_of(net)
+    loss.backward()
+    adam.step()
+    return loss.detach()
+"""
+
+
+def test_module_and_optimizer_arguments_are_rebuilt_in_their_repro(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The fault double loses the step's writes to the parameters from call 3 on.
+    monkeypatch.setenv("PYTHONPATH", str(TESTS))  # python FILE imports its module
+    pytester.makepyfile(TRAINING)
+    result = pytester.runpytest(
+        *CHECKED_WITHOUT_CAMPAIGN,
+        "-p",
+        "cgraph_doubles.faults",
+        "--cgraph-backend=faulty_lost_input_mutation",
+        "--cgraph-repro-dir=repros",
+    )
+    result.assert_outcomes(failed=1, deselected=1)
+    result.stdout.fnmatch_lines(
+        [
+            "mutation difference at iteration 3, argument net.*",
+            "cgraph repro (written): repros/mutation-argument*.py*",
+        ]
+    )
+    (repro,) = (pytester.path / "repros").glob("*.py")
+    text = repro.read_text()
+    # The user's module class is carried, the optimizer's imported; its groups
+    # name the module's parameters, and the fixture's step left state to carry.
+    assert "class TwoLayer(nn.Module):" in text and "from torch.optim.adam import Adam" in text
+    assert "net = _rebuilt(TwoLayer, True," in text
+    assert "net.get_parameter('head.1.weight')" in text and "'amsgrad': True" in text
+    assert "'max_exp_avg_sq': _tensor" in text and "'step': _tensor" in text
+    python = pytester.run(sys.executable, str(repro))
+    assert python.ret == 1 and "REPRODUCED" in python.stdout.str(), python.stdout.str()
+    fixed = pytester.run(sys.executable, str(repro), "--backend", "eager")
+    assert fixed.ret == 0, fixed.stdout.str()
+
+
 KNOWN_TORCH_BUG = """
 import pytest
 import torch
@@ -269,6 +350,7 @@ def test_a_marked_test_that_meets_a_known_torch_bug_names_it(pytester: pytest.Py
     result.stdout.fnmatch_lines(
         [
             "failures: 0 new signature(s)*",
-            "known: 1 bug(s) seen again (1 registry entry), not failures",
+            "known: 1 bug(s) seen again (1 registry entry), not new (a marked test or fixture "
+            "check that meets one fails all the same)",
         ]
     )

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch
 import torch.nn.functional as F
+import torch.utils._pytree as pytree
 
 from pytest_cgraph.checking.runner import load_source
 from pytest_cgraph.oracle.protocol import FRESH_INPUTS, INPUTS, ITERS, PROGRAM
@@ -88,6 +91,197 @@ def test_a_module_argument_is_rebuilt_with_its_state() -> None:
     torch.testing.assert_close(rebuilt.first.weight.grad, torch.full((3,), 0.25))
     assert set(rebuilt.state_dict()) == set(net.state_dict())  # scratch stays non-persistent
     torch.testing.assert_close(rebuilt(copied_x), net(x))
+
+
+class HalvingSGD(torch.optim.SGD):
+    """A user's own optimizer class: its source is carried like a module's."""
+
+    def step(self, closure: Any = None) -> Any:
+        for group in self.param_groups:
+            group["lr"] *= 0.5
+        return super().step(closure)
+
+
+def loss_of(net: torch.nn.Module) -> torch.Tensor:
+    return (net(torch.tensor([1.0, -2.0, 3.0])) ** 2).sum()
+
+
+def trained(optimizer: torch.optim.Optimizer, net: torch.nn.Module, steps: int = 2) -> None:
+    """Steps taken before the test, as a fixture may take them: the state to carry."""
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss_of(net).backward()
+        optimizer.step()
+
+
+def two_groups(net: Tied) -> list[dict[str, Any]]:
+    return [
+        {"params": [net.first.weight], "lr": 1e-3, "weight_decay": 0.01},
+        {"params": [net.offset_scale]},
+    ]
+
+
+OPTIMIZERS: dict[str, Callable[[Tied], torch.optim.Optimizer]] = {
+    "sgd-momentum-two-groups": lambda net: torch.optim.SGD(two_groups(net), lr=1e-4, momentum=0.9),
+    "adam-amsgrad": lambda net: torch.optim.Adam(net.parameters(), lr=0.01, amsgrad=True),
+    "adamw-tensor-lr": lambda net: torch.optim.AdamW(net.parameters(), lr=torch.tensor(0.01)),
+    "rmsprop-centered": lambda net: torch.optim.RMSprop(
+        net.parameters(), lr=0.01, momentum=0.5, centered=True
+    ),
+    "adagrad": lambda net: torch.optim.Adagrad(two_groups(net), lr=0.1),
+    "asgd": lambda net: torch.optim.ASGD(net.parameters(), lr=0.01),
+    "rprop": lambda net: torch.optim.Rprop(net.parameters(), lr=0.01),
+    "nadam": lambda net: torch.optim.NAdam(net.parameters(), lr=0.01),
+    "user-class": lambda net: HalvingSGD(net.parameters(), lr=0.1, momentum=0.5, nesterov=True),
+}
+
+
+def with_a_scale(net: Tied) -> Tied:
+    """``net`` with a parameter of its own, outside its submodules (a second group's)."""
+    net.offset_scale = torch.nn.Parameter(torch.tensor(1.5))
+    return net
+
+
+def steps_the_optimizer(net: torch.nn.Module, opt: torch.optim.Optimizer) -> torch.Tensor:
+    opt.zero_grad()
+    loss = loss_of(net)
+    loss.backward()
+    opt.step()
+    return loss.detach()
+
+
+def same_tree(rebuilt: Any, original: Any) -> None:
+    """Equal structure, and every tensor equal in dtype, shape and every bit."""
+    leaves, spec = pytree.tree_flatten(rebuilt)
+    expected, expected_spec = pytree.tree_flatten(original)
+    assert spec == expected_spec
+    for leaf, want in zip(leaves, expected, strict=True):
+        if isinstance(want, torch.Tensor):
+            assert isinstance(leaf, torch.Tensor) and leaf.dtype == want.dtype
+            torch.testing.assert_close(leaf, want, rtol=0, atol=0, equal_nan=True)
+        else:
+            assert type(leaf) is type(want) and leaf == want
+
+
+@pytest.mark.parametrize("kind", list(OPTIMIZERS))
+def test_an_optimizer_argument_is_rebuilt_over_its_modules_parameters(kind: str) -> None:
+    net = with_a_scale(Tied())
+    opt = OPTIMIZERS[kind](net)
+    trained(opt, net)
+    loss_of(net).backward()  # a .grad the next step reads
+    # The optimizer comes first: it is still bound to the module written before it.
+    source, _ = program_source(steps_the_optimizer, ["opt", "net"], [opt, net], iters=2)
+    assert "class Tied(torch.nn.Module):" in source and "class Affine(" in source
+    assert "net.get_parameter('first.weight')" in source
+    rebuilt_opt, rebuilt_net = load_source(source, "<optimizer test>")[INPUTS](1)
+    assert type(rebuilt_opt).__name__ == type(opt).__name__
+    # Its parameters are the rebuilt module's, the tied one once.
+    parameters = [p for group in rebuilt_opt.param_groups for p in group["params"]]
+    expected = [p for group in opt.param_groups for p in group["params"]]
+    named = dict(net.named_parameters())
+    rebuilt_named = dict(rebuilt_net.named_parameters())
+    for parameter, original in zip(parameters, expected, strict=True):
+        (path,) = (path for path, p in named.items() if p is original)
+        assert parameter is rebuilt_named[path]
+    # Its groups and state round-trip: the state_dict is the original's, bit for bit.
+    same_tree(rebuilt_opt.state_dict(), opt.state_dict())
+    # And the next step moves the rebuilt module as it moves the original.
+    steps_the_optimizer(rebuilt_net, rebuilt_opt)
+    steps_the_optimizer(net, opt)
+    same_tree(rebuilt_net.state_dict(), net.state_dict())
+    same_tree(rebuilt_opt.state_dict(), opt.state_dict())
+
+
+def test_an_optimizer_over_tensor_arguments_and_its_own_parameters() -> None:
+    w = torch.nn.Parameter(torch.tensor([1.0, 2.0]))
+    own = torch.nn.Parameter(torch.tensor([3.0]))
+    opt = torch.optim.SGD([w, own], lr=0.1, momentum=0.9)
+    for _ in range(2):
+        opt.zero_grad()
+        ((w**2).sum() + (own**3).sum()).backward()
+        opt.step()
+    source, size = program_source(lambda_free_step, ["w", "opt"], [w, opt], iters=2)
+    rebuilt_w, rebuilt_opt = load_source(source, "<optimizer test>")[INPUTS](1)
+    assert rebuilt_opt.param_groups[0]["params"][0] is rebuilt_w
+    assert rebuilt_opt.param_groups[0]["params"][1] is not rebuilt_w
+    same_tree(rebuilt_opt.state_dict(), opt.state_dict())
+    torch.testing.assert_close(rebuilt_opt.param_groups[0]["params"][1].grad, own.grad)
+    # 2 arguments, w, the parameter only the optimizer holds, two momentum buffers
+    assert size == 2 + 2 + 1 + 2 + 1
+
+
+def lambda_free_step(w: torch.Tensor, opt: torch.optim.Optimizer) -> torch.Tensor:
+    opt.zero_grad()
+    loss = (w**2).sum()
+    loss.backward()
+    opt.step()
+    return loss.detach()
+
+
+def test_a_parameter_passed_beside_its_module_stays_the_modules() -> None:
+    net = Affine()
+    source, size = program_source(
+        calls_the_module_with_its_weight, ["net", "w"], [net, net.weight], iters=1
+    )
+    rebuilt_net, rebuilt_w = load_source(source, "<module test>")[INPUTS](1)
+    assert rebuilt_w is rebuilt_net.weight
+    assert size == 2 + 3  # the weight written once
+
+
+def calls_the_module_with_its_weight(net: torch.nn.Module, w: torch.Tensor) -> torch.Tensor:
+    return net(w)
+
+
+class Twice(torch.nn.Module):
+    """One submodule registered under two names."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = Affine()
+        self.again = self.inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.again(self.inner(x))
+
+
+def calls_both(net: torch.nn.Module, inner: torch.nn.Module) -> torch.Tensor:
+    return net(torch.ones(3)) + inner(torch.ones(3))
+
+
+@pytest.mark.parametrize("order", ["parent-first", "child-first"])
+def test_a_module_met_twice_stays_one_module(order: str) -> None:
+    net = Twice()
+    names, values = ["net", "inner"], [net, net.inner]
+    if order == "child-first":
+        names, values = names[::-1], values[::-1]
+    source, _ = program_source(calls_both, names, values, iters=1)
+    rebuilt = dict(zip(names, load_source(source, "<module test>")[INPUTS](1), strict=True))
+    assert rebuilt["net"].inner is rebuilt["net"].again is rebuilt["inner"]
+
+
+def hooked_optimizer() -> torch.optim.Optimizer:
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=0.1)
+    optimizer.register_step_pre_hook(lambda *args: None)
+    return optimizer
+
+
+def scheduled_optimizer() -> torch.optim.Optimizer:
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=0.1)
+    torch.optim.lr_scheduler.StepLR(optimizer, 1)  # wraps the optimizer's step
+    return optimizer
+
+
+def optimizer_with_state_on(device: str) -> torch.optim.Optimizer:
+    parameter = torch.nn.Parameter(torch.ones(1))
+    optimizer = torch.optim.Adam([parameter], lr=0.1)
+    optimizer.state[parameter] = {"exp_avg": torch.zeros(1, device=device)}
+    return optimizer
+
+
+def hooked_tensor() -> torch.Tensor:
+    tensor = torch.ones(1, requires_grad=True)
+    tensor.register_hook(lambda grad: grad * 2)
+    return tensor
 
 
 def arguments() -> tuple[list[str], list[object]]:
@@ -183,9 +377,36 @@ def test_doubling_is_exact() -> None:  # also the test function copied above
         (returns_its_argument, [torch.zeros(INLINE_ELEMENTS + 1)], "written inline up to"),
         (
             returns_its_argument,
-            [torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=0.1)],
-            "argument 'x' is a SGD; optimizers are not written inline",
+            [hooked_optimizer()],
+            "argument 'x' has _optimizer_step_pre_hooks; hooks are not written inline",
         ),
+        (
+            returns_its_argument,
+            [scheduled_optimizer()],
+            "argument 'x' has its step\\(\\) wrapped by an LR scheduler",
+        ),
+        (
+            returns_its_argument,
+            [torch.optim.LBFGS([torch.nn.Parameter(torch.ones(1))])],
+            "argument 'x' keeps '_params', a list; only literal attributes of an optimizer",
+        ),
+        (
+            returns_its_argument,
+            [optimizer_with_state_on("meta")],
+            "x.state\\[0\\]\\['exp_avg'\\] is on meta; an optimizer's own tensors are "
+            "written inline on the CPU only",
+        ),
+        (
+            returns_its_argument,
+            [torch.optim.SGD([torch.nn.Parameter(torch.ones(1, device="meta"))], lr=0.1)],
+            "x.param_groups\\[0\\]\\['params'\\]\\[0\\] is on meta",
+        ),
+        (
+            returns_its_argument,
+            [torch.optim.lr_scheduler.StepLR(scheduled_optimizer(), 1)],
+            "argument 'x' is a StepLR; only tensors, modules, optimizers and literal values",
+        ),
+        (returns_its_argument, [hooked_tensor()], "argument 'x' has hooks registered"),
         (returns_its_argument, [hooked_module()], "argument 'x' has _forward_hooks"),
         (returns_its_argument, [object()], "argument 'x' is a object"),
         (uses_an_object, [torch.ones(1)], "the test uses 'LOCK' \\(a partial\\)"),
@@ -195,7 +416,13 @@ def test_doubling_is_exact() -> None:  # also the test function copied above
     ],
     ids=[
         "too-large",
-        "optimizer",
+        "optimizer-hooks",
+        "optimizer-under-a-scheduler",
+        "optimizer-non-literal-attribute",
+        "optimizer-state-off-the-cpu",
+        "optimizer-parameter-off-the-cpu",
+        "scheduler",
+        "tensor-hooks",
         "hooked-module",
         "object",
         "global-object",
