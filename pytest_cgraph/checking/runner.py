@@ -61,10 +61,18 @@ def check_equivalent(
             ``nn.Module`` and ``torch.optim.Optimizer`` objects (also inside
             tuples, lists and dicts) are copied per side; a module's
             parameters, buffers and grads are compared by path
-            (``net.lin.weight``). A ``random.Random`` is copied with its
-            state, and an object whose class declares ``__cgraph_state__``
-            (attribute names) with those attributes, compared after each
-            call; any other object is passed to both sides as it is.
+            (``net.lin.weight``), an optimizer's numeric group settings
+            too (``opt.param_groups[0].lr``). A ``random.Random`` is copied
+            with its state, and an object whose class declares
+            ``__cgraph_state__`` (attribute names) with those attributes,
+            compared after each call. Each side's copies are one object
+            graph: any other argument that refers to what is copied (a
+            scheduler, a ``GradScaler``, an object holding a module, a
+            closure or ``functools.partial`` over one) is copied with it,
+            and observed by the tensors it holds; one that refers to
+            nothing copied is passed to both sides as it is, and so is one
+            that cannot be copied but whose state is its own (a constant
+            tensor beside a lock, nothing another argument holds).
         iters: calls per side; 4 or more let CUDA-graph trees replay twice
             (call 1 warms up, call 2 records, 3.. replay).
         backend: a ``torch.compile`` backend name, ``reduce-overhead`` or
@@ -87,7 +95,8 @@ def check_equivalent(
     Raises:
         EquivalenceError: the first observable difference.
         InvalidProgram: eager itself raised; there is nothing to compare.
-        ConfigurationError: a bad backend, device or argument, in one line.
+        ConfigurationError: a bad backend, device or argument (one that
+            must be copied per side but cannot be), in one line.
     """
     if args and fresh_args is not None:
         raise ConfigurationError("pass the arguments or fresh_args, not both")

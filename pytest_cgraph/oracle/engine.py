@@ -22,7 +22,7 @@ from typing import Any, Literal
 import torch
 import torch.utils._pytree as pytree
 
-from pytest_cgraph.oracle.cloning import clone_arguments
+from pytest_cgraph.oracle.cloning import ObjectGraph, clone_arguments, following_copies
 from pytest_cgraph.oracle.compare import (
     TensorSnapshot,
     Tolerance,
@@ -334,8 +334,10 @@ def _iterate(
                 flat, spec, names = _call_arguments(fn, args, fresh_args, k)
                 device = device or _device_of(flat)
                 ops = ops or device_ops_for(device)
-                eager.flat = clone_arguments(flat, settings.device)
-                compiled.flat = clone_arguments(flat, settings.device)
+                # One walk of the arguments' object graph serves both copies.
+                graph = ObjectGraph(flat)
+                eager.flat = clone_arguments(flat, settings.device, names, graph)
+                compiled.flat = clone_arguments(flat, settings.device, names, graph)
             assert ops is not None
             seen, eager_raw = _run_eager_side(eager, spec, names, k, settings, ops)
             if seen.error is not None:
@@ -437,7 +439,7 @@ def _confirm_eager(
     for k in range(1, iteration + 1):
         if fresh_args is not None or spec is None:
             flat, spec, names = _call_arguments(fn, args, fresh_args, k)
-            side.flat = clone_arguments(flat, settings.device)
+            side.flat = clone_arguments(flat, settings.device, names)
         again, raw = _run_eager_side(side, spec, names, k, settings, ops)
         if again.error is not None:
             raise EagerDisagrees(k, f"it raised {type(again.error).__name__} this time")
@@ -504,8 +506,9 @@ class _Float64Reference:
             flat, self._spec, self._names = _call_arguments(
                 self._fn, self._args, self._fresh_args, k
             )
-            self._at_precision.flat = clone_arguments(flat, settings.device)
-            self._side.flat = clone_arguments(flat, settings.device)
+            graph = ObjectGraph(flat)
+            self._at_precision.flat = clone_arguments(flat, settings.device, self._names, graph)
+            self._side.flat = clone_arguments(flat, settings.device, self._names, graph)
             if not to_float64(self._side.flat):
                 self._usable = False
                 return
@@ -667,7 +670,8 @@ def _advanced(
     flat, following_spec = pytree.tree_flatten(tuple(following))
     if following_spec != spec:
         raise ConfigurationError("advance() must return arguments of the same structure")
-    return flat
+    # What copying decided about each argument holds for those given again.
+    return following_copies(flat_args, flat)
 
 
 def _failed(observation: Observation, exc: Exception, phase: str) -> Observation:

@@ -15,6 +15,8 @@ from typing import Any
 import torch
 
 from pytest_cgraph.oracle.cloning import (
+    carried_arguments,
+    held_state,
     is_python_random,
     is_stateful_object,
     named_state,
@@ -79,16 +81,105 @@ class Observation:
 
 def observed_arguments(flat_args: Sequence[Any], names: Sequence[str]) -> list[tuple[str, Any]]:
     """The argument values to observe, by name: each module or optimizer expanded into
-    the tensors it holds (``net.lin.weight``), every other argument as itself."""
+    the tensors it holds (``net.lin.weight``) and an optimizer's group settings
+    (``opt.param_groups[0].lr``), an object copied with its side's graph
+    (:func:`cloning.carried_arguments`) into the state it holds
+    (``trainer.net.weight``, ``scaler._scale``), every other argument as itself.
+
+    What one argument shows is not shown again through another: a module
+    passed itself and held by an EMA helper is observed by its own name. A
+    copied object is never compared as itself (each side has its own, and
+    it equals only itself); what it holds is, found afresh each time (a
+    call may replace a tensor an object holds). Whether an argument is such
+    an object was decided when it was copied: an argument passed through
+    (a tokenizer) is never walked here.
+    """
+    carried = carried_arguments(flat_args)
+    seen = _Shown(flat_args)
     observed: list[tuple[str, Any]] = []
-    for name, value in zip(names, flat_args, strict=True):
+    for index, (name, value) in enumerate(zip(names, flat_args, strict=True)):
         if is_stateful_object(value):
-            observed.extend(named_state(name, value))
+            observed.extend(_stateful_state(name, value))
+        elif index in carried:
+            for path, held in held_state(name, value, seen):
+                if is_stateful_object(held):
+                    if isinstance(held, torch.nn.Module):
+                        seen.update(id(t) for t in (*held.parameters(), *held.buffers()))
+                    observed.extend(_stateful_state(path, held))
+                elif state_attributes(held) is not None:
+                    observed.extend(object_state(path, held))
+                else:
+                    observed.append((path, held))
         elif state_attributes(value) is not None:
             observed.extend(object_state(name, value))
         else:
             observed.append((name, value))
     return observed
+
+
+class _Shown(set[int]):
+    """The ids of what the arguments show by themselves: tensors, modules and
+    optimizers, and the tensors of a module argument, which are listed only
+    once asked about something else (a held tensor). A scheduler's walk
+    meets only its optimizer, an argument itself: a model's hundred modules
+    are then never walked to list their parameters, on each of a call's
+    observations."""
+
+    def __init__(self, flat_args: Sequence[Any]) -> None:
+        super().__init__(
+            id(value)
+            for value in flat_args
+            if isinstance(value, torch.Tensor) or is_stateful_object(value)
+        )
+        self._modules = [value for value in flat_args if isinstance(value, torch.nn.Module)]
+
+    def __contains__(self, key: object) -> bool:
+        if super().__contains__(key):
+            return True
+        if not self._modules:
+            return False
+        modules, self._modules = self._modules, []
+        self.update(id(t) for module in modules for t in (*module.parameters(), *module.buffers()))
+        return super().__contains__(key)
+
+
+def _stateful_state(name: str, value: Any) -> list[tuple[str, Any]]:
+    """A module's or optimizer's observed state: its tensors, and an optimizer's
+    group settings."""
+    state: list[tuple[str, Any]] = list(named_state(name, value))
+    if isinstance(value, torch.optim.Optimizer):
+        state.extend(optimizer_settings(name, value))
+    return state
+
+
+def optimizer_settings(name: str, optimizer: torch.optim.Optimizer) -> list[tuple[str, Any]]:
+    """An optimizer's numeric group settings, by path (``opt.param_groups[0].lr``).
+
+    A learning-rate schedule writes them (``lr``, a cycle's ``momentum`` or
+    ``betas``); a compiled step that loses a scheduler's write leaves them
+    where they were, which only shows in the parameters a call later (and
+    after the last call, never). Numbers are observed as float64 scalars,
+    compared at float64's tolerance (a schedule computed in the graph, from
+    a float Dynamo did not specialize, may round its last bit otherwise),
+    and an int and a float of one value are alike. Flags (``foreach``,
+    ``capturable``, which Dynamo sets on a CUDA step of its own) are not
+    settings a step computes, and are left out.
+    """
+    settings: list[tuple[str, Any]] = []
+    for index, group in enumerate(optimizer.param_groups):
+        for key, held in group.items():
+            path = f"{name}.param_groups[{index}].{key}"
+            if isinstance(held, torch.Tensor):
+                settings.append((path, held))
+            elif isinstance(held, (int, float)) and not isinstance(held, bool):
+                settings.append((path, torch.tensor(float(held), dtype=torch.float64)))
+            elif (
+                isinstance(held, tuple)
+                and held
+                and all(isinstance(i, (int, float)) and not isinstance(i, bool) for i in held)
+            ):
+                settings.append((path, torch.tensor(held, dtype=torch.float64)))
+    return settings
 
 
 #: Attribute values compared by value: what ``==`` means the same on both sides.

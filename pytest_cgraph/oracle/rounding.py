@@ -14,10 +14,13 @@ twice eager's error (three times in float16 or bfloat16, or in a tensor of
 fewer than 1000 elements, where noise dominates: ``same``'s own rule) plus
 the dtype's ``atol``. The float64 run is eager
 again, from fresh copies of the arguments converted to float64, with
-float64 as the default dtype. Where it cannot stand for the exact answer
-the difference stands: arguments that alias or are views (converting them
-would break the aliasing a compiler must keep), non-leaf arguments, or a
-reference that raised, differs in structure, or is not finite.
+float64 as the default dtype, and what objects copied with them hold (a
+trainer's model, an EMA helper's averages) converted too. Where it cannot
+stand for the exact answer the difference stands: arguments that alias or
+are views (converting them would break the aliasing a compiler must keep),
+non-leaf arguments, held tensors conversion would split from the memory
+they share (:func:`to_float64`), or a reference that raised, differs in
+structure, or is not finite.
 
 Random numbers: float64 draws other numbers than float32 or bfloat16, so
 the float64 run is given eager's own draws instead (:class:`RandomDraws`).
@@ -40,7 +43,17 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from pytest_cgraph.oracle.cloning import storage_key
+from pytest_cgraph.oracle.cloning import (
+    GRAD_SCALER,
+    ArgumentCopies,
+    carried_arguments,
+    graph_members,
+    is_python_random,
+    replace_memory,
+    state_attributes,
+    storage_key,
+    tensor_over,
+)
 from pytest_cgraph.oracle.compare import TensorSnapshot, Tolerance
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
 
@@ -90,6 +103,16 @@ def to_float64(flat: Sequence[Any]) -> bool:
     Tensors keep their identity, leaf-ness, ``requires_grad`` and hooks
     (``.data`` is replaced, as ``Module.double()`` does); modules are
     converted with ``double()``, an optimizer's state tensors one by one.
+    What an object copied with the graph holds (:func:`_float64_targets`: an
+    EMA helper's averages, a trainer's model) is converted as the arguments
+    are, or the float64 run would run it at the program's precision and be
+    no exact answer; tensors that share memory are converted together, so
+    they still do. Refused only where conversion cannot keep the program as
+    it was: a tensor argument that aliases another or is a view, a non-leaf
+    (the graph behind it stays at its precision), a held tensor that views
+    a module's memory without being one of its tensors (``double()`` moves
+    the module's, not the view's), tensors of one memory in two dtypes, or
+    a tensor the copies share with the caller.
     """
     tensors = [value for value in flat if isinstance(value, torch.Tensor)]
     storages = [storage_key(t) for t in tensors if t.numel()]
@@ -97,20 +120,109 @@ def to_float64(flat: Sequence[Any]) -> bool:
         storages
     ) != len(set(storages)):
         return False
-    for value in flat:
-        if isinstance(value, torch.nn.Module):
-            value.double()
-        elif isinstance(value, torch.optim.Optimizer):
-            for state in value.state.values():
-                for key, held in state.items():
-                    if isinstance(held, torch.Tensor) and _narrow_float(held):
-                        state[key] = held.double()
-        elif isinstance(value, torch.Tensor) and _narrow_float(value):
-            grad = value.grad
-            value.data = value.data.double()
-            if grad is not None:
-                value.grad = grad.double()
+    targets = _float64_targets(flat)
+    if targets is None:
+        return False
+    modules, data = targets
+    in_modules = {id(t): t for m in modules for t in (*m.parameters(), *m.buffers())}
+    module_memory = {storage_key(t) for t in in_modules.values()} - {None}
+    groups: dict[Any, list[torch.Tensor]] = {}
+    for tensor in data:
+        if id(tensor) in in_modules:
+            continue  # converted with its module
+        if tensor.requires_grad and not tensor.is_leaf:
+            return False
+        key = storage_key(tensor)
+        if key in module_memory:
+            return False
+        groups.setdefault(key if key is not None else id(tensor), []).append(tensor)
+    if any(len({t.dtype for t in group}) > 1 for group in groups.values()):
+        return False
+    for module in modules:
+        module.double()
+    for group in groups.values():
+        if _narrow_float(group[0]):
+            _widened_in_place(group)
     return True
+
+
+#: What holds a training loop's settings rather than its values: a
+#: scheduler's learning rates (``base_lrs``, tensors where the optimizer's
+#: are), a scaler's scale and growth count. Their tensors keep their dtype
+#: in the float64 run: they are inputs the program is given, not values it
+#: computes at its precision, and torch holds them to theirs (the scaler's
+#: kernels take a float32 scale only). What such an object holds of the
+#: program's own (the optimizer a scheduler steps) is converted still.
+_SETTINGS_HOLDERS: tuple[type, ...] = (
+    torch.optim.lr_scheduler.LRScheduler,
+    torch.optim.lr_scheduler.ReduceLROnPlateau,
+    GRAD_SCALER,
+)
+
+
+def _float64_targets(
+    flat: Sequence[Any],
+) -> tuple[list[torch.nn.Module], list[torch.Tensor]] | None:
+    """The modules, and the tensors outside them, that the float64 run converts:
+    the arguments, what the objects copied with the graph hold
+    (:func:`cloning.carried_arguments`) and what a declared object holds, each
+    once, an optimizer's state included (its group settings are left as
+    they are). ``None`` where one of them is the caller's own (a copy that
+    shares what it holds): converting it would change the caller's object.
+
+    Weak references are not followed: what one refers to is held elsewhere
+    on this side, or it is not this side's.
+    """
+    carried = carried_arguments(flat)
+    originals = flat.originals if isinstance(flat, ArgumentCopies) else {}
+    modules: dict[int, torch.nn.Module] = {}
+    optimizers: dict[int, torch.optim.Optimizer] = {}
+    data: dict[int, torch.Tensor] = {}
+    pending: list[tuple[Any, bool]] = [
+        (value, False)
+        for index, value in enumerate(flat)
+        if index in carried
+        or state_attributes(value) is not None
+        or isinstance(value, (torch.Tensor, torch.nn.Module, torch.optim.Optimizer))
+    ]
+    visited: set[tuple[int, bool]] = set()
+    while pending:
+        value, setting = pending.pop()
+        if (id(value), setting) in visited:
+            continue
+        visited.add((id(value), setting))
+        if isinstance(value, torch.Tensor):
+            if not setting:
+                data[id(value)] = value
+        elif isinstance(value, torch.nn.Module):
+            modules[id(value)] = value
+        elif isinstance(value, torch.optim.Optimizer):
+            optimizers[id(value)] = value
+        elif not is_python_random(value):
+            inner = setting or isinstance(value, _SETTINGS_HOLDERS)
+            pending.extend((member, inner) for _, member in graph_members(value))
+    for optimizer in optimizers.values():
+        for state in optimizer.state.values():
+            data.update((id(t), t) for t in state.values() if isinstance(t, torch.Tensor))
+    if any(key in originals for key in (*modules, *data)):
+        return None
+    return list(modules.values()), list(data.values())
+
+
+def _widened_in_place(tensors: list[torch.Tensor]) -> None:
+    """Convert tensors of one memory and one dtype to float64 in place, over one new
+    memory: a tensor keeps its identity, a view stays a view of the same
+    elements of the others."""
+    first = tensors[0]
+    if len(tensors) == 1:
+        replace_memory(first, first.detach().double(), lambda grad: grad.double())
+        return
+    storage = first.untyped_storage()
+    elements = storage.nbytes() // first.element_size()
+    whole = torch.empty(0, dtype=first.dtype, device=first.device)
+    wide = whole.set_(storage, 0, (elements,), (1,)).double().untyped_storage()
+    for tensor in tensors:
+        replace_memory(tensor, tensor_over(wide, torch.float64, tensor), lambda grad: grad.double())
 
 
 def explained_by_rounding(

@@ -8,22 +8,13 @@ from pathlib import Path
 import pytest
 
 import cgraph_doubles.inprocess  # noqa: F401  (kept loaded across in-process runs)
+from cgraph_doubles.schedules import CHECKED_WITHOUT_CAMPAIGN
 from cgraph_doubles.workers import WORKERS
 
 pytest_plugins = "pytester"
 
 TESTS = Path(__file__).resolve().parents[1]
 
-# --cgraph with the campaign cut to one deselected item: only the marked tests run.
-CHECKED_WITHOUT_CAMPAIGN = (
-    "--cgraph",
-    "--cgraph-families=views",
-    "--cgraph-examples=1",
-    "-p",
-    "no:cacheprovider",
-    "-k",
-    "not views",
-)
 
 MARKED = """
 import sys
