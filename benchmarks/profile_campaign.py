@@ -13,7 +13,8 @@ activities, the first that applies:
   compile             Dynamo and the backend compiling (``convert_frame`` on the stack)
   compiler reset      ``torch._dynamo.reset`` between programs
   snapshots           reading observations (``oracle/observe.py``)
-  clones              per-side argument copies (``oracle/cloning.py``)
+  clones              per-side argument copies (``oracle/cloning.py``, ``graphs.py``,
+                      ``sides.py``)
   comparisons         comparing the sides (``oracle/compare.py``)
   compiled calls      the compiled side's calls and backward (``engine._run_side``)
   eager calls         the eager side's calls and backward
@@ -70,6 +71,8 @@ _STRATEGIES = (f"{os.sep}strategies{os.sep}", f"{_OWN}strategies{os.sep}")
 _ORACLE_FILES = {
     "observe.py": "snapshots",
     "cloning.py": "clones",
+    "graphs.py": "clones",
+    "sides.py": "clones",
     "compare.py": "comparisons",
 }
 

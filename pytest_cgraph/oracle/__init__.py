@@ -16,6 +16,8 @@ MODULES = (
     "difference",
     "compare",
     "cloning",
+    "graphs",
+    "sides",
     "observe",
     "compiling",
     "rounding",

@@ -22,7 +22,6 @@ from typing import Any, Literal
 import torch
 import torch.utils._pytree as pytree
 
-from pytest_cgraph.oracle.cloning import ObjectGraph, clone_arguments, following_copies
 from pytest_cgraph.oracle.compare import (
     TensorSnapshot,
     Tolerance,
@@ -61,6 +60,7 @@ from pytest_cgraph.oracle.errors import (
     EquivalenceError,
     InvalidProgram,
 )
+from pytest_cgraph.oracle.graphs import ObjectGraph
 from pytest_cgraph.oracle.observe import (
     Observation,
     describe_aliasing,
@@ -76,6 +76,7 @@ from pytest_cgraph.oracle.rounding import (
     to_float64,
     value_at,
 )
+from pytest_cgraph.oracle.sides import clone_arguments, following_copies
 
 BackwardPolicy = Literal["auto"] | bool
 FreshArgs = Callable[[int], Sequence[Any]]

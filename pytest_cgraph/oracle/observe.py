@@ -14,17 +14,17 @@ from typing import Any
 
 import torch
 
-from pytest_cgraph.oracle.cloning import (
-    carried_arguments,
+from pytest_cgraph.oracle.cloning import storage_key
+from pytest_cgraph.oracle.compare import TensorSnapshot
+from pytest_cgraph.oracle.difference import Place, Relation, Role
+from pytest_cgraph.oracle.graphs import (
     held_state,
     is_python_random,
     is_stateful_object,
     named_state,
     state_attributes,
-    storage_key,
 )
-from pytest_cgraph.oracle.compare import TensorSnapshot
-from pytest_cgraph.oracle.difference import Place, Relation, Role
+from pytest_cgraph.oracle.sides import carried_arguments
 
 
 def snapshot(value: Any) -> Any:
@@ -83,7 +83,7 @@ def observed_arguments(flat_args: Sequence[Any], names: Sequence[str]) -> list[t
     """The argument values to observe, by name: each module or optimizer expanded into
     the tensors it holds (``net.lin.weight``) and an optimizer's group settings
     (``opt.param_groups[0].lr``), an object copied with its side's graph
-    (:func:`cloning.carried_arguments`) into the state it holds
+    (:func:`sides.carried_arguments`) into the state it holds
     (``trainer.net.weight``, ``scaler._scale``), every other argument as itself.
 
     What one argument shows is not shown again through another: a module
@@ -187,7 +187,7 @@ _PLAIN_DATA = (bool, int, float, complex, str, bytes, type(None))
 
 
 def object_state(name: str, value: Any) -> list[tuple[str, Any]]:
-    """An object's declared state (:func:`cloning.state_attributes`) by path
+    """An object's declared state (:func:`graphs.state_attributes`) by path
     (``h1.count``), as comparable values.
 
     Numbers, strings and tensors are themselves; lists and tuples of numbers

@@ -43,19 +43,16 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from pytest_cgraph.oracle.cloning import (
-    GRAD_SCALER,
-    ArgumentCopies,
-    carried_arguments,
-    graph_members,
-    is_python_random,
-    replace_memory,
-    state_attributes,
-    storage_key,
-    tensor_over,
-)
+from pytest_cgraph.oracle.cloning import replace_memory, storage_key, tensor_over
 from pytest_cgraph.oracle.compare import TensorSnapshot, Tolerance
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
+from pytest_cgraph.oracle.graphs import (
+    GRAD_SCALER,
+    graph_members,
+    is_python_random,
+    state_attributes,
+)
+from pytest_cgraph.oracle.sides import ArgumentCopies, carried_arguments
 
 #: How much further from float64 than eager the compiled value may be:
 #: ``torch._dynamo.utils.same``'s multipliers. 2 for a large float32 tensor;
@@ -165,7 +162,7 @@ def _float64_targets(
 ) -> tuple[list[torch.nn.Module], list[torch.Tensor]] | None:
     """The modules, and the tensors outside them, that the float64 run converts:
     the arguments, what the objects copied with the graph hold
-    (:func:`cloning.carried_arguments`) and what a declared object holds, each
+    (:func:`sides.carried_arguments`) and what a declared object holds, each
     once, an optimizer's state included (its group settings are left as
     they are). ``None`` where one of them is the caller's own (a copy that
     shares what it holds): converting it would change the caller's object.

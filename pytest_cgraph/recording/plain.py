@@ -587,10 +587,11 @@ def eager_facts(source: str) -> Facts:
     import torch
     import torch.utils._pytree as pytree
 
-    from pytest_cgraph.oracle.cloning import clone_arguments, is_stateful_object, named_state
     from pytest_cgraph.oracle.compiling import ambient, device_type_of
     from pytest_cgraph.oracle.engine import argument_names, watching_backward
+    from pytest_cgraph.oracle.graphs import is_stateful_object, named_state
     from pytest_cgraph.oracle.protocol import ProgramSpec, forget_source, load_source
+    from pytest_cgraph.oracle.sides import clone_arguments
 
     spec = ProgramSpec.of(load_source(source))
     try:

@@ -162,7 +162,7 @@ def test_a_check_calls_the_hooks_of_its_arguments_on_each_side() -> None:
 
 
 def test_a_module_argument_keeps_its_parameters_hooks_once_each() -> None:
-    from pytest_cgraph.oracle.cloning import clone_arguments
+    from pytest_cgraph.oracle.sides import clone_arguments
 
     net = torch.nn.Linear(2, 2)
     net.weight.register_hook(lambda grad: grad * 2)

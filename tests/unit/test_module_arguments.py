@@ -66,3 +66,19 @@ def test_a_parameter_inside_a_dict_is_an_argument() -> None:
     report = check_equivalent(scaled_by_a_dict, state, torch.ones(3), backend="aot_eager")
     assert report.tensor_outputs == 1
     assert state["scale"].grad is None  # the caller's parameter got no grad from the check
+
+
+def test_an_optimizer_s_state_is_named_by_each_parameter_s_position_in_its_groups() -> None:
+    # A difference in the second parameter's momentum must be told apart from the
+    # first's: the name is what the failure shows and what a signature is made of.
+    from pytest_cgraph.oracle.graphs import named_state
+
+    first, second, third = (torch.nn.Parameter(torch.ones(2)) for _ in range(3))
+    opt = torch.optim.SGD([{"params": [first, second]}, {"params": [third]}], lr=0.1, momentum=0.9)
+    for parameter in (first, second, third):
+        parameter.grad = torch.ones(2)
+    opt.step()
+    names = [name for name, _ in named_state("opt", opt)]
+    assert names == [f"opt.state[{i}].momentum_buffer" for i in range(3)]
+    held = dict(named_state("opt", opt))
+    assert held["opt.state[1].momentum_buffer"] is opt.state[second]["momentum_buffer"]

@@ -25,10 +25,10 @@ from torch import nn
 import cgraph_doubles.faults  # noqa: F401  (registers the faulty_* backends)
 from cgraph_doubles.schedules import ScheduleLostWhenCompiled, training
 from pytest_cgraph import ConfigurationError, EquivalenceError, check_equivalent
-from pytest_cgraph.oracle.cloning import clone_arguments, following_copies
 from pytest_cgraph.oracle.difference import Kind
 from pytest_cgraph.oracle.observe import observed_arguments
 from pytest_cgraph.oracle.rounding import to_float64
+from pytest_cgraph.oracle.sides import clone_arguments, following_copies
 
 LR = 0.1
 BATCH = torch.ones(3, 2)

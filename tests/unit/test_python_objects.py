@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from pytest_cgraph import ConfigurationError, EquivalenceError, check_equivalent, check_source
-from pytest_cgraph.oracle.cloning import clone_arguments
 from pytest_cgraph.oracle.difference import Kind
 from pytest_cgraph.oracle.observe import PythonRandomState, object_state, snapshot
+from pytest_cgraph.oracle.sides import clone_arguments
 from pytest_cgraph.registry.entries import (
     ADVANCED,
     PYTHON_RANDOM,
