@@ -249,7 +249,9 @@ def render(with_examples: bool = True, pythons: dict[tuple[int, ...], str] | Non
         "of one tensor), `COMPILE` (compiled in stages), `AUTOCAST` (an autocast around "
         "each call), `CONFIG.X` (compiled under the setting X). Indexing is an op too: "
         "`[:]` a slice, `[i]` an integer index, `[t]` a tensor index, `[]=` an "
-        "assignment; `.data=` assigns `.data`, `.grad` reads it.\n\n",
+        "assignment; `.data=` assigns `.data`, `.grad` reads it and `.grad=` assigns it; "
+        "`isub` (`iadd`, `imul`...) an augmented assignment to a name (`w -= v`), as "
+        "Python's `operator` module names it.\n\n",
         f"{len(entries)} bugs: "
         + ", ".join(
             f"{sum(e.bug.severity is s for e in entries)} {s.value}"

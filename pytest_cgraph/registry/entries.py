@@ -562,7 +562,8 @@ def program_ops(source: str) -> frozenset[str]:
     pseudo-ops (``a0[::2]``: ``[:]``, ``a0[0]``: ``[i]``, ``a0[mask]``: ``[t]``,
     ``a0[i] = v``: ``[]=``), and so do a view spelled as an attribute
     (``a0.mT``: ``mT``), a ``.data`` assignment (``.data=``), a read of
-    ``.grad`` (``.grad``) and a
+    ``.grad`` (``.grad``), an assignment to it (``.grad=``), an augmented
+    assignment to a name (``a0 -= v``: ``isub``, as ``operator`` names it) and a
     call of one of its own arguments, a module: ``m1(a0)`` gives the class
     ``inputs`` builds it from (``Counter()``), not the argument's name, which
     says nothing (the same module is ``m1`` in one program and ``m2`` in the
@@ -667,11 +668,16 @@ def program_ops(source: str) -> frozenset[str]:
                 ops.add(node.id)
             elif isinstance(node, ast.Subscript) and not _picks_from_a_sequence(node):
                 ops.add(_subscript_op(node))
-            elif isinstance(node, ast.Assign) and any(
-                isinstance(target, ast.Attribute) and target.attr == "data"
-                for target in node.targets
-            ):
-                ops.add(DATA_ASSIGNED)
+            elif isinstance(node, ast.Assign):
+                assigned = {t.attr for t in node.targets if isinstance(t, ast.Attribute)}
+                if "data" in assigned:
+                    ops.add(DATA_ASSIGNED)
+                if "grad" in assigned:
+                    ops.add(GRAD_ASSIGNED)  # a0.grad = None: a write of the attribute
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                # a0 -= v: an in-place op whose result the name is bound to again
+                # (an attribute's h1.count += 1 is the object's state, read above).
+                ops.add(_AUGMENTED[type(node.op)])
     # How the inputs change between calls is a cause the program's calls cannot
     # show: inputs built differently by call (aliased on odd calls only), inputs
     # that are views of one tensor (``ALIASED_INPUTS``), or the outputs fed back
@@ -981,6 +987,27 @@ COMPILE_CONFIG = "COMPILE_CONFIG"
 #: ... for an assignment to a tensor's ``.data`` (``a0.data = ...``): no call, but
 #: a cause of its own (Dynamo traces it as ``set_`` of a graph input).
 DATA_ASSIGNED = ".data="
+#: ... for an assignment to a tensor's ``.grad`` (``a0.grad = None``).
+GRAD_ASSIGNED = ".grad="
+#: An augmented assignment to a name, by its operator's AST class, named as Python's
+#: ``operator`` module names it: ``a0 -= v`` gives ``isub`` (an in-place op;
+#: :data:`pytest_cgraph.registry.hazards.AUGMENTED`). Not ``-=``: ``+`` and ``|`` join
+#: a bug's essential calls.
+_AUGMENTED: dict[type[ast.operator], str] = {
+    ast.Add: "iadd",
+    ast.Sub: "isub",
+    ast.Mult: "imul",
+    ast.Div: "itruediv",
+    ast.FloorDiv: "ifloordiv",
+    ast.Mod: "imod",
+    ast.Pow: "ipow",
+    ast.MatMult: "imatmul",
+    ast.BitAnd: "iand",
+    ast.BitOr: "ior",
+    ast.BitXor: "ixor",
+    ast.LShift: "ilshift",
+    ast.RShift: "irshift",
+}
 #: ... for a read of a tensor's ``.grad`` (``a0.grad is None``, ``a0.grad * 1``):
 #: no call, but what a branch on it or a use of it depends on.
 GRAD_READ = ".grad"

@@ -108,6 +108,7 @@ AUTOGRAD = frozenset(
         "detach",
         "zero_grad",
         ".grad",  # a read of a tensor's .grad (program_ops' pseudo-op)
+        ".grad=",  # an assignment to it
         "apply",
         "jvp",
         "vjp",
@@ -166,6 +167,27 @@ VIEW = frozenset(
     }
 )
 GRAPH = frozenset({"graph_break"})
+#: program_ops' pseudo-ops for an augmented assignment to a name (``a0 -= v``:
+#: ``isub``, as Python's ``operator`` module names it): an in-place op (``sub_``)
+#: whose result the name is bound to again.
+AUGMENTED = frozenset(
+    f"i{name}"
+    for name in (
+        "add",
+        "sub",
+        "mul",
+        "truediv",
+        "floordiv",
+        "mod",
+        "pow",
+        "matmul",
+        "and",
+        "or",
+        "xor",
+        "lshift",
+        "rshift",
+    )
+)
 #: program_ops' pseudo-op for a compile setting a program sets (``COMPILE_CONFIG``):
 #: ``CONFIG.activation_memory_budget``. It changes how every graph is compiled.
 CONFIG_PREFIX = "CONFIG."
@@ -191,8 +213,8 @@ def hazard_of(call: str) -> str | None:
     for name, calls in _CLASSES:
         if call in calls:
             return name
-    if call == "[]=" or (call.endswith("_") and not call.endswith("__")):
-        return "inplace"  # add_, _foreach_mul_, copy_, index_put_, a[i] = v
+    if call == "[]=" or call in AUGMENTED or (call.endswith("_") and not call.endswith("__")):
+        return "inplace"  # add_, _foreach_mul_, copy_, index_put_, a[i] = v, a -= v (isub)
     return None
 
 

@@ -176,6 +176,27 @@ def test_a_subscript_is_an_op_of_its_kind(statement: str, op: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("statement", "named", "classed"),
+    [
+        ("a0 -= 0.1 * a0.grad", {"isub", ".grad"}, {"inplace", "autograd"}),
+        ("a0 += 1", {"iadd"}, {"inplace"}),
+        ("a0 @= a0", {"imatmul"}, {"inplace"}),
+        ("a0.grad = None", {".grad="}, {"autograd"}),
+        ("a0.grad = a0.grad * 2", {".grad=", ".grad"}, {"autograd"}),
+        ("h1.count += 1", set(), set()),  # an object's state, not a tensor's in-place op
+    ],
+)
+def test_an_augmented_assignment_and_a_grad_assignment_are_ops(
+    statement: str, named: set[str], classed: set[str]
+) -> None:
+    # A bug met where a name is rebound to an in-place op's result, then its .grad
+    # set, is told by these: neither is a call.
+    ops = program_ops(f"import torch\n\ndef program(a0, h1):\n    {statement}\n    return (a0,)\n")
+    assert ops == named, ops
+    assert hazards(ops) == classed
+
+
+@pytest.mark.parametrize(
     "statement",
     [
         "v = a0.unbind(0)[1]",
