@@ -40,7 +40,7 @@ from pytest_cgraph.oracle.cloning import (
     storage_on,
     tensor_over,
 )
-from pytest_cgraph.oracle.errors import ConfigurationError
+from pytest_cgraph.oracle.errors import CgraphError, ConfigurationError
 from pytest_cgraph.oracle.graphs import (
     STATE_ATTRIBUTES,
     ObjectGraph,
@@ -75,7 +75,7 @@ _COPIED_AS_ITSELF: frozenset[type] = frozenset(
 )
 
 
-class _ClosureLeftBehind(copy.Error):
+class _ClosureLeftBehind(CgraphError, copy.Error):
     """An object's own ``__deepcopy__`` would copy a closure over per-side state as
     itself: the copy would call the caller's objects."""
 

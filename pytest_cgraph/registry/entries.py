@@ -355,10 +355,10 @@ def is_repro_file(path: Path) -> bool:
 def read_entry(path: Path) -> KnownBug | None:
     """The entry a repro file or entry stands for; ``None`` for foreign or unreadable files.
 
-    A file that is this plugin's (its first line says so) but is not whole
-    raises :class:`ConfigurationError`, in one line naming the file and what
-    is wrong: a TOML entry that does not parse, a header without its
-    signature, a program that is not Python, a key of the wrong type. Read
+    A file that is this plugin's (its first line says so) and names its
+    signature but is not whole raises :class:`ConfigurationError`, in one
+    line naming the file and what is wrong: a TOML entry that does not
+    parse, a program that is not Python, a key of the wrong type. Read
     leniently, such a file would claim every program of its signature (an
     empty program calls nothing, so it asks nothing of a failing one) and
     silently hide new bugs.
@@ -372,7 +372,9 @@ def read_entry(path: Path) -> KnownBug | None:
         return None
     signature = header_value(head, BASE_SIGNATURE)
     if signature is None:
-        raise _malformed(path, "its header has no base signature line")
+        # Torn before its header ends (a full disk): it claims nothing, so it hides
+        # nothing, and a repro writer never overwrites it; left alone, as foreign.
+        return None
     if path.suffix == ENTRY_SUFFIX:
         table = _entry_table(path, text, signature)
         program = str(table["program"])

@@ -70,7 +70,6 @@ def test_a_truncated_entry_is_refused_not_read_as_claiming_every_program(
 @pytest.mark.parametrize(
     ("change", "said"),
     [
-        (dict(header="# layer: inductor\n"), "its header has no base signature line"),
         (dict(keys='signature = "value-output"\ndevice = "cpu"\n'), "it has no backend key"),
         (
             dict(keys='signature = "value-output"\nbackend = "inductor"\ndevice = 3\n'),
@@ -100,7 +99,6 @@ def test_a_truncated_entry_is_refused_not_read_as_claiming_every_program(
         ),
     ],
     ids=[
-        "no signature",
         "no backend",
         "device type",
         "ops items",
