@@ -30,6 +30,7 @@ only that record is written (the way to re-check a baseline on its own torch).
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import shutil
 import sys
@@ -71,19 +72,19 @@ def derive(
     return len(adopted), text.count(BUG_HEADER)
 
 
-def _verdict(path: Path) -> str:
-    """The replay verdict of one entry, in a worker process (``ReplayVerdict``'s value)."""
-    from pytest_cgraph.recording.repro import replay_verdict
-
-    return replay_verdict(path).verdict.value
-
-
 def replay_all(source: Path, workers: int) -> dict[str, str]:
     """Every entry of ``source`` replayed on this torch: file name to verdict."""
+    from pytest_cgraph.recording.repro import replay_verdict
+
     entries = list(registry_files(source))
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        verdicts = pool.map(_verdict, entries)
-        return {entry.name: verdict for entry, verdict in zip(entries, verdicts, strict=True)}
+    # Spawned, not forked: a verdict must not depend on what the process that
+    # asks for it did before (a test run's earlier tests, under pytest).
+    spawned = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=spawned) as pool:
+        replays = pool.map(replay_verdict, entries)
+        return {
+            entry.name: replay.verdict.value for entry, replay in zip(entries, replays, strict=True)
+        }
 
 
 def checked_result(bug: Bug, verdicts: dict[str, str]) -> str:

@@ -8,7 +8,10 @@ signature the entry was written for; and the entry's standalone repro
 must agree. The in-process check covers every entry in the default run;
 the standalone one costs a process and a compile per entry, so one entry
 runs it by default and one form of every bug under ``-m deep`` (CI runs
-both): exporting is the same code for every form of a bug.
+both): exporting is the same code for every form of a bug. Those files run
+in children forked from one process that imported torch already
+(``cgraph_doubles.prestarted``): alone, as ``python -I FILE`` runs them, less
+the import each would repeat.
 When a torch release fixes one, these tests fail on that torch (and
 ``pytest --cgraph-check-known`` names it), so the entry is retired. An entry
 that needs what this machine lacks (``# requires: avx512``, a CUDA device)
@@ -19,11 +22,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
 
+from cgraph_doubles.prestarted import Prestarted
 from pytest_cgraph import EquivalenceError
 from pytest_cgraph.checking.runner import check_source
 from pytest_cgraph.failures import ends_process
@@ -100,16 +105,23 @@ def _standalone_params() -> list[object]:
     ]
 
 
+@pytest.fixture(scope="module")
+def prestarted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prestarted]:
+    server = Prestarted(tmp_path_factory.mktemp("prestarted"))
+    yield server
+    server.close()
+
+
 @pytest.mark.parametrize("path", _standalone_params())
-def test_exported_standalone_file_run_alone_agrees(path: Path, tmp_path: Path) -> None:
+def test_exported_standalone_file_run_alone_agrees(
+    path: Path, tmp_path: Path, prestarted: Prestarted
+) -> None:
     _skip_where_it_cannot_show(path)
     out = tmp_path / path.name
     assert record_main(["--export", str(path), str(out)]) == 0
     assert "from pytest_cgraph" not in out.read_text()
     # Run with no path to this package: the exported file needs torch alone.
-    run = subprocess.run(
-        [sys.executable, "-I", str(out)], capture_output=True, text=True, check=False
-    )
+    run = prestarted.run(out)
     if ends_process(recorded_case(path).signature):  # the signal is its reproduction
         assert run.returncode < 0 and "Fatal Python error" in run.stderr, run.stderr[-2000:]
         return
