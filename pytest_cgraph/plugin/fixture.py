@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -85,14 +84,21 @@ class CgraphChecker:
         The error itself is raised on (a test may expect it): what pytest
         shows of it, when it fails the test, is the text attached here.
         """
+        from pytest_cgraph.errors import ConfigurationError
         from pytest_cgraph.failures import FailureText, Outcome, Verdict
 
         known = None
         if self.known is not None:
             # Naming the bug replays the program up the ladder: if that fails,
-            # the test still reports its own difference, unnamed.
-            with contextlib.suppress(Exception):
+            # the test still reports its own difference, unnamed. A registry
+            # that cannot be read is said: unnamed for that reason, never quietly.
+            try:
                 known = self.known(failure.case, failure.difference)
+            except ConfigurationError as unreadable:
+                note = f"cgraph: no known bug could be named: {unreadable}"
+                setattr(error, "__notes__", [*getattr(error, "__notes__", []), note])  # noqa: B010
+            except Exception:  # the replay failed: the difference stands, unnamed
+                known = None
         where = str(known.path) if known is not None else None
         self.stats.count_outcome(Outcome(Verdict.FAIL, failure.difference), where)
         if known is None:

@@ -62,7 +62,9 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
             _check_writable("--cgraph-report-html", options.report_html, is_dir=False)
     if options.enabled and options.database is not None:
         _check_database(options)
-    if options.enabled or options.check_known:
+    # Also for marked tests and fixture checks alone, where the user named a
+    # registry: a broken entry there would pass over a new bug as known.
+    if options.enabled or options.check_known or options.known_dirs:
         _check_registries(options)
         # Last: the one check that may need torch (a backend a plugin
         # registered, a CUDA device), so a bad path is told without it.

@@ -90,6 +90,43 @@ def test_a_check_that_meets_a_known_torch_bug_names_it(pytester: pytest.Pytester
     )
 
 
+# A known torch bug (dynamo-grad-set-on-inplace-result-lost): a grad difference.
+SGD_STEP_BY_HAND = """
+import torch
+
+
+def test_sgd_by_hand(cgraph):
+    def step(w, x):
+        loss = (w * x).sum()
+        loss.backward()
+        with torch.no_grad():
+            w -= 0.1 * w.grad
+            w.grad = None
+        return loss.detach()
+
+    cgraph.check(step, torch.ones(3, requires_grad=True), torch.arange(3.0))
+"""
+
+
+def test_a_registry_that_cannot_be_read_is_said_not_passed_over(
+    pytester: pytest.Pytester,
+) -> None:
+    # Read at the first failure (no --cgraph, no --cgraph-known: nothing read it
+    # at start): the bug goes unnamed, and the failure says why.
+    pytester.makepyfile(SGD_STEP_BY_HAND)
+    repros = pytester.mkdir("cgraph-repros")
+    (repros / "torn.py").write_text("# pytest-cgraph repro\n# base signature: grad-grad\n")
+    result = pytester.runpytest("--cgraph-backend=eager", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*cgraph: no known bug could be named: cgraph-repros/torn.py: a pytest-cgraph "
+            "registry file, but *; restore it (or record it again *) or remove it",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*a known torch bug*")
+
+
 FAILS_WITH_A_PROGRAM = """
 import torch
 

@@ -131,7 +131,8 @@ def test_a_truncated_entry_stops_the_run_in_one_line(pytester: pytest.Pytester) 
     whole = (BASELINE_ROOT / "torch-2.13" / "grad-grad-aot_eager.toml").read_text()
     cut = registry / "grad-grad-aot_eager.toml"
     cut.write_text(whole[: whole.index("program = ") + 40])
-    for run in ("--cgraph", "--cgraph-check-known"):
+    # A run of marked tests and fixture checks alone uses the registry it names too.
+    for run in ("--cgraph", "--cgraph-check-known", "-q"):
         result = pytester.runpytest(run, f"--cgraph-known={registry}", "-p", "no:cacheprovider")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         lines = [line for line in result.errlines if line]
