@@ -25,6 +25,7 @@ import argparse
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from pytest_cgraph.registry.entries import (
     version_order,
 )
 from pytest_cgraph.registry.severity import ORDER, Severity
+from pytest_cgraph.registry.standing import fixed_in
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "known-bugs.md"
 #: Forms tried per bug before the page shows a program instead of a script.
@@ -45,6 +47,29 @@ FORMS_TRIED = 3
 #: A plain script's run, limited: ``make_plain`` bounds each of its runs itself.
 SCRIPT_LIMIT = 900.0
 #: Headings of the severity groups.
+#: The heading and preface of the bugs outside torch.compile's contract.
+OUTSIDE = "Outside torch.compile's contract"
+OUTSIDE_WHY = (
+    "Differences whose programs step outside what torch.compile documents: an API torch "
+    "says compile does not support or guard, a non-default setting, a private API, object "
+    "identity alone, or eager's own undefined behaviour. Real, and worth knowing when a "
+    "model meets one; not counted among the bugs to file."
+)
+#: The heading and preface of the bugs the newest torch no longer shows.
+FIXED = "Fixed on the newest torch"
+FIXED_WHY = (
+    "Bugs an older baseline holds that the newest torch they were checked on no longer "
+    "shows: history to the people who would fix them, kept so a run on the older torch "
+    "names what it meets."
+)
+#: How the counts say each way a bug was found, in this order.
+FOUND_WORDS = {
+    "campaign": "campaigns",
+    "user-test": "users' tests",
+    "report": "tracker reports reproduced",
+    "probe": "probes written by hand",
+    "not told": "not told",
+}
 GROUPS = {
     Severity.SILENT: "Silent wrong results",
     Severity.METADATA: "Wrong metadata or identity",
@@ -80,6 +105,20 @@ class PageBug:
             merged.update(bug.checked)
         return merged
 
+    @property
+    def fixed(self) -> str | None:
+        """The torch it was found fixed on, where that is the newest torch it was
+        checked on and the newest baseline no longer holds it."""
+        newest = baselines()[0]
+        if any(directory == newest for directory, _ in self.held):
+            return None
+        return fixed_in(self.checked)
+
+    @property
+    def to_file(self) -> bool:
+        """A bug to file: inside torch.compile's contract and failing on the newest torch."""
+        return self.bug.contract is None and self.fixed is None
+
 
 def page_bugs() -> list[PageBug]:
     """Every bug of every baseline, once, in the newest baseline's order."""
@@ -93,6 +132,20 @@ def page_bugs() -> list[PageBug]:
 def bug_line(bug: Bug) -> str:
     """The line that names a bug on the page; ``--check`` looks for it verbatim."""
     return f"### `{bug.id}` ({bug.severity.value}): {bug.title}"
+
+
+def standing_lines(entry: PageBug) -> list[str]:
+    """How a bug stands, as its section says it (``--check`` looks for each verbatim):
+    how it was found, and why it is not one to file where it is not."""
+    bug = entry.bug
+    lines = [f"- found by: {bug.found.words() if bug.found else 'not told'}"]
+    if bug.contract is not None:
+        lines.append(
+            f"- outside torch.compile's contract ({bug.contract.kind.words}): {bug.contract.why}"
+        )
+    if entry.fixed is not None:
+        lines.append(f"- fixed on torch {entry.fixed}: not failing there, not to file")
+    return lines
 
 
 def baselines_line(directory: Path, count: int) -> str:
@@ -204,9 +257,15 @@ def _torch_release() -> tuple[int, ...]:
     return _release(torch.__version__)
 
 
-def _entry(entry: PageBug, pythons: dict[tuple[int, ...], str], with_examples: bool) -> str:
+def _entry(
+    entry: PageBug,
+    pythons: dict[tuple[int, ...], str],
+    with_examples: bool,
+    reused: dict[str, tuple[str, str]] | None = None,
+) -> str:
     bug = entry.bug
-    parts = [f"\n{bug_line(bug)}\n\n", f"- upstream: {bug.upstream}\n"]
+    parts = [f"\n{bug_line(bug)}\n\n", *(f"{line}\n" for line in standing_lines(entry))]
+    parts.append(f"- upstream: {bug.upstream}\n")
     if entry.checked:
         results = "; ".join(
             f"{version}: {result}"
@@ -219,18 +278,46 @@ def _entry(entry: PageBug, pythons: dict[tuple[int, ...], str], with_examples: b
         + "\n"
     )
     parts.append(f"- essential calls: {', '.join(f'`{c}`' for c in bug.essential) or 'none'}\n")
-    newest, _ = entry.held[0]
-    forms = ", ".join(f"`{form}`" for form in bug.forms) or "none yet"
-    parts.append(
-        f"- forms in `{newest.name}`: {forms}\n\n" + " ".join(bug.mechanism.split()) + "\n\n"
-    )
+    forms = forms_line(entry)
+    parts.append(f"{forms}\n\n" + " ".join(bug.mechanism.split()) + "\n\n")
     if with_examples:
-        parts.append(example(entry, pythons))
+        kept = (reused or {}).get(bug.id)
+        parts.append(kept[1] if kept is not None and kept[0] == forms else example(entry, pythons))
     return "".join(parts)
 
 
-def render(with_examples: bool = True, pythons: dict[tuple[int, ...], str] | None = None) -> str:
-    """The whole page."""
+def forms_line(entry: PageBug) -> str:
+    """The line naming a bug's forms in its newest baseline: what its example is made from."""
+    newest, bug = entry.held[0]
+    forms = ", ".join(f"`{form}`" for form in bug.forms) or "none yet"
+    return f"- forms in `{newest.name}`: {forms}"
+
+
+def examples_of(page: str) -> dict[str, tuple[str, str]]:
+    """The examples of a page already written, by bug id, each with the forms line it
+    was made from: regenerating the page for a changed title or standing need not run
+    every script again, only those of bugs whose forms changed."""
+    found: dict[str, tuple[str, str]] = {}
+    for section in page.split("\n### `")[1:]:
+        bug_id = section.split("`", 1)[0]
+        section = section.split("\n## ", 1)[0]  # a group's heading ends the last section
+        lines = section.split("\n")
+        at = next((i for i, line in enumerate(lines) if line.startswith("- forms in `")), None)
+        if at is None or len(lines) < at + 4:
+            continue
+        # the forms line, a blank line, the mechanism, a blank line, then the example
+        example_text = "\n".join(lines[at + 4 :]).rstrip("\n") + "\n"
+        found[bug_id] = (lines[at], example_text)
+    return found
+
+
+def render(
+    with_examples: bool = True,
+    pythons: dict[tuple[int, ...], str] | None = None,
+    reused: dict[str, tuple[str, str]] | None = None,
+) -> str:
+    """The whole page; ``reused``: examples of a page already written, by bug id
+    (:func:`examples_of`), kept for a bug whose forms have not changed."""
     entries = page_bugs()
     parts = [
         "# Known torch differences\n\n",
@@ -252,21 +339,51 @@ def render(with_examples: bool = True, pythons: dict[tuple[int, ...], str] | Non
         "assignment; `.data=` assigns `.data`, `.grad` reads it and `.grad=` assigns it; "
         "`isub` (`iadd`, `imul`...) an augmented assignment to a name (`w -= v`), as "
         "Python's `operator` module names it.\n\n",
-        f"{len(entries)} bugs: "
-        + ", ".join(
-            f"{sum(e.bug.severity is s for e in entries)} {s.value}"
-            for s in ORDER
-            if any(e.bug.severity is s for e in entries)
-        )
-        + ". The baselines:\n\n",
+        *(f"{line}\n" for line in counts_lines(entries)),
+        "\nThe baselines:\n\n",
         *(f"{baselines_line(d, len(read_bugs(d)))}\n" for d in baselines()),
     ]
+    reused = reused or {}
+    to_file = [e for e in entries if e.to_file]
     for severity in ORDER:
-        group = [e for e in entries if e.bug.severity is severity]
+        group = [e for e in to_file if e.bug.severity is severity]
         if group:
             parts.append(f"\n## {GROUPS[severity]} ({len(group)})\n")
-            parts += [_entry(e, pythons or {}, with_examples) for e in group]
+            parts += [_entry(e, pythons or {}, with_examples, reused) for e in group]
+    outside = [e for e in entries if e.bug.contract is not None]
+    if outside:
+        parts.append(f"\n## {OUTSIDE} ({len(outside)})\n\n{OUTSIDE_WHY}\n")
+        parts += [_entry(e, pythons or {}, with_examples, reused) for e in outside]
+    fixed = [e for e in entries if e.bug.contract is None and e.fixed is not None]
+    if fixed:
+        parts.append(f"\n## {FIXED} ({len(fixed)})\n\n{FIXED_WHY}\n")
+        parts += [_entry(e, pythons or {}, with_examples, reused) for e in fixed]
     return "".join(parts)
+
+
+def counts_lines(entries: list[PageBug]) -> list[str]:
+    """The page's counts: bugs to file by severity, the rest apart, and how each
+    was found (the campaigns' count apart from reports reproduced and probes)."""
+    to_file = [e for e in entries if e.to_file]
+    severities = ", ".join(
+        f"{sum(e.bug.severity is s for e in to_file)} {s.value}"
+        for s in ORDER
+        if any(e.bug.severity is s for e in to_file)
+    )
+    outside = sum(e.bug.contract is not None for e in entries)
+    fixed = sum(e.bug.contract is None and e.fixed is not None for e in entries)
+    lines = [
+        f"{len(entries)} bugs: {len(to_file)} to file ({severities}); {outside} outside "
+        f"torch.compile's contract; {fixed} fixed on the newest torch they were checked on."
+    ]
+    for title, group in (("Of the bugs to file", to_file), ("Of all", entries)):
+        found = Counter(e.bug.found.by.value if e.bug.found else "not told" for e in group)
+        lines.append(
+            f"\n{title}, found by: "
+            + ", ".join(f"{FOUND_WORDS[by]} {found[by]}" for by in FOUND_WORDS if found[by])
+            + "."
+        )
+    return lines
 
 
 def stale(page: str) -> list[str]:
@@ -276,7 +393,18 @@ def stale(page: str) -> list[str]:
         for d in baselines()
         if baselines_line(d, len(read_bugs(d))) not in page
     ]
-    return missing + [bug_line(e.bug) for e in page_bugs() if bug_line(e.bug) not in page]
+    sections = {
+        section.split("`", 1)[0]: section.split("\n## ", 1)[0]
+        for section in page.split("\n### `")[1:]
+    }
+    for entry in page_bugs():
+        if bug_line(entry.bug) not in page:
+            missing.append(bug_line(entry.bug))
+            continue
+        # Its standing, in its own section: many bugs share a provenance line.
+        section = sections.get(entry.bug.id, "")
+        missing += [line for line in standing_lines(entry) if line not in section]
+    return missing
 
 
 def _python_option(text: str) -> tuple[tuple[int, ...], str]:
@@ -293,6 +421,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="only say whether the page is stale")
     parser.add_argument("--out", type=Path, default=PAGE, help=f"the page ({PAGE.name})")
     parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="run every bug's script again (by default a bug whose forms are unchanged "
+        "keeps the script the page shows)",
+    )
+    parser.add_argument(
         "--python",
         type=_python_option,
         action="append",
@@ -308,7 +442,8 @@ def main(argv: list[str] | None = None) -> int:
         if missing:
             print(f"{args.out} is stale: run python scripts/known_bugs_page.py", file=sys.stderr)
         return 1 if missing else 0
-    args.out.write_text(render(pythons=dict(args.python)))
+    reused = {} if args.fresh or not args.out.exists() else examples_of(args.out.read_text())
+    args.out.write_text(render(pythons=dict(args.python), reused=reused))
     print(f"wrote {args.out}")
     return 0
 

@@ -31,7 +31,9 @@ from pytest_cgraph.reporting.stats import RunStats
 #: belong to, and fails when they change and this does not.
 #: 2: a registry entry (``KnownBug``) carries what a machine ``requires`` to show it,
 #: and run statistics (``RunStats``) count programs by their ``iterations``.
-SCHEMA = 2
+#: 3: a known bug seen again (``KnownAs``) carries its ``standing``: outside
+#: torch.compile's contract, or fixed on a newer torch.
+SCHEMA = 3
 
 #: Where each message rides: a key of a report's ``__dict__`` or of a worker's output.
 #: An item's call report: its final :class:`ItemMessage`.

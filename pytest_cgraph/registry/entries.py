@@ -57,7 +57,12 @@ from typing import Any
 from pytest_cgraph.errors import ConfigurationError
 from pytest_cgraph.failures import siteless_signature
 from pytest_cgraph.oracle.difference import Difference, error_in_headline, kin_signature
-from pytest_cgraph.registry.hazards import CONFIG_PREFIX, hazards, required_hazards
+from pytest_cgraph.registry.hazards import (
+    ARITHMETIC,
+    CONFIG_PREFIX,
+    hazards,
+    required_hazards,
+)
 from pytest_cgraph.registry.repro_files import (
     BASE_SIGNATURE,
     ENTRY_LINE,
@@ -73,6 +78,7 @@ from pytest_cgraph.registry.repro_files import (
 )
 from pytest_cgraph.registry.requirements import check_requirements, device_requirements
 from pytest_cgraph.registry.severity import Severity
+from pytest_cgraph.registry.standing import Contract, Provenance
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -131,6 +137,8 @@ class KnownBug:
             )
         if self.by_hazard and hazards(self.ops):
             return required_hazards(self.ops) <= hazards(ops)
+        if self.by_hazard:  # a program of no hazard: its every call but its arithmetic
+            return self.ops - ARITHMETIC <= ops
         return self.ops <= ops
 
     def named(self) -> str:
@@ -144,8 +152,10 @@ class KnownBug:
         """Whether a program making ``ops`` is claimed by this entry on exactly the
         terms the entry's own program is: one bug met through other ops of the same
         hazards, whose smaller program may replace this one's."""
-        if not self.by_hazard or not hazards(self.ops):
+        if not self.by_hazard:
             return self.ops == ops
+        if not hazards(self.ops):
+            return self.ops - ARITHMETIC == ops - ARITHMETIC
         return required_hazards(self.ops) == required_hazards(ops) and bool(hazards(ops))
 
     def precision(self, ops: frozenset[str]) -> float:
@@ -244,6 +254,11 @@ class Bug:
     checked: dict[str, str] = field(default_factory=dict, compare=False)
     #: What a machine needs to show any of its forms (:mod:`pytest_cgraph.registry.requirements`).
     requires: tuple[str, ...] = ()
+    #: Where its programs step outside what torch.compile documents: not a bug to
+    #: file (:mod:`pytest_cgraph.registry.standing`); ``None``: inside, one to file.
+    contract: Contract | None = None
+    #: How it was found (a campaign, a user's test, a report, a probe); ``None``: not told.
+    found: Provenance | None = None
     #: Keys this version does not know, kept for whoever writes the file back.
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -260,6 +275,8 @@ _BUG_KEYS = frozenset(
         "checked",
         "any_symptom",
         "requires",
+        "contract",
+        "found",
     }
 )
 
@@ -295,11 +312,15 @@ def read_bugs(directory: Path) -> list[Bug]:
                     any_symptom=_flag(raw, "any_symptom"),
                     requires=check_requirements(raw.get("requires", [])),
                     checked={str(k): str(v) for k, v in raw.get("checked", {}).items()},
+                    contract=Contract.read(raw["contract"]) if "contract" in raw else None,
+                    found=Provenance.read(raw["found"]) if "found" in raw else None,
                     extra={key: value for key, value in raw.items() if key not in _BUG_KEYS},
                 )
             )
-        except (KeyError, TypeError, ValueError) as error:
-            raise ConfigurationError(f"{path}: bug {raw.get('id', '?')!r}: {error!r}") from error
+        except KeyError as error:
+            raise ConfigurationError(f"{path}: bug {raw.get('id', '?')!r}: no {error}") from error
+        except (TypeError, ValueError) as error:
+            raise ConfigurationError(f"{path}: bug {raw.get('id', '?')!r}: {error}") from error
     return bugs
 
 
@@ -565,7 +586,8 @@ def program_ops(source: str) -> frozenset[str]:
     ``a0[i] = v``: ``[]=``), and so do a view spelled as an attribute
     (``a0.mT``: ``mT``), a ``.data`` assignment (``.data=``), a read of
     ``.grad`` (``.grad``), an assignment to it (``.grad=``), an augmented
-    assignment to a name (``a0 -= v``: ``isub``, as ``operator`` names it) and a
+    assignment to a name (``a0 -= v``: ``isub``, as ``operator`` names it), a
+    binary operator (``a0 * 2``: ``mul``, the torch function it calls) and a
     call of one of its own arguments, a module: ``m1(a0)`` gives the class
     ``inputs`` builds it from (``Counter()``), not the argument's name, which
     says nothing (the same module is ``m1`` in one program and ``m2`` in the
@@ -676,6 +698,9 @@ def program_ops(source: str) -> frozenset[str]:
                     ops.add(DATA_ASSIGNED)
                 if "grad" in assigned:
                     ops.add(GRAD_ASSIGNED)  # a0.grad = None: a write of the attribute
+            elif isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+                # a0 * 2 is torch.mul(a0, 2): one op, however it is spelled.
+                ops.add(_BINARY[type(node.op)])
             elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 # a0 -= v: an in-place op whose result the name is bound to again
                 # (an attribute's h1.count += 1 is the object's state, read above).
@@ -991,6 +1016,24 @@ COMPILE_CONFIG = "COMPILE_CONFIG"
 DATA_ASSIGNED = ".data="
 #: ... for an assignment to a tensor's ``.grad`` (``a0.grad = None``).
 GRAD_ASSIGNED = ".grad="
+#: A binary operator, by its AST class, named as the torch function it calls on a
+#: tensor (``a0 / 2`` is ``torch.div``): so ``a0 * 1`` and ``a0.mul(1)`` make one op.
+_BINARY: dict[type[ast.operator], str] = {
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.Div: "div",
+    ast.FloorDiv: "floor_divide",
+    ast.Mod: "remainder",
+    ast.Pow: "pow",
+    ast.MatMult: "matmul",
+    ast.BitAnd: "bitwise_and",
+    ast.BitOr: "bitwise_or",
+    ast.BitXor: "bitwise_xor",
+    ast.LShift: "bitwise_left_shift",
+    ast.RShift: "bitwise_right_shift",
+}
+
 #: An augmented assignment to a name, by its operator's AST class, named as Python's
 #: ``operator`` module names it: ``a0 -= v`` gives ``isub`` (an in-place op;
 #: :data:`pytest_cgraph.registry.hazards.AUGMENTED`). Not ``-=``: ``+`` and ``|`` join

@@ -188,6 +188,26 @@ AUGMENTED = frozenset(
         "rshift",
     )
 )
+#: program_ops' names of a binary operator (``a0 * 2``: ``mul``), the torch functions
+#: they call. In a program of no hazard they are how its values are made, not what
+#: goes wrong: a wrong ``sin`` met as ``sin(a0) * 2`` is the one met as ``sin(a0) + 1``.
+ARITHMETIC = frozenset(
+    {
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "floor_divide",
+        "remainder",
+        "pow",
+        "matmul",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+        "bitwise_left_shift",
+        "bitwise_right_shift",
+    }
+)
 #: program_ops' pseudo-op for a compile setting a program sets (``COMPILE_CONFIG``):
 #: ``CONFIG.activation_memory_budget``. It changes how every graph is compiled.
 CONFIG_PREFIX = "CONFIG."

@@ -753,6 +753,9 @@ def _known_row(
         if first.get("bug")
         else "—"
     )
+    if first.get("standing"):  # not a bug to file: outside the contract, or fixed
+        bug += f"<br><small class='standing'>{_text(first.get('standing'))}</small>"
+
     counts = [count for entry in group if (count := _number(entry.get("hits"))) is not None]
     hits = sum(counts) if counts else None
     # A campaign shared by several backends: how many of them each backend met.

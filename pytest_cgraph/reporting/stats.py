@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_cgraph.failures import Failure, Outcome, Verdict
 from pytest_cgraph.registry.entries import BUGS_FILE, Bug, read_bugs
 from pytest_cgraph.registry.severity import ORDER, Severity, severity_of, worst
+from pytest_cgraph.registry.standing import fixed_in
 
 if TYPE_CHECKING:
     from pytest_cgraph.oracle.engine import CheckReport
@@ -36,6 +37,9 @@ class KnownAs:
     severity: Severity | None = None
     bug: str | None = None
     title: str | None = None
+    #: Why it is not a bug to file, where it is not: outside torch.compile's contract
+    #: (``outside the contract: a documented limitation``), or fixed on a newer torch.
+    standing: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The keys a report's ``known`` record gains."""
@@ -43,13 +47,19 @@ class KnownAs:
             "bug": self.bug,
             "title": self.title,
             "severity": self.severity.value if self.severity is not None else None,
+            "standing": self.standing,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> KnownAs:
         """The inverse of :meth:`to_json` (a record without the keys: nothing known)."""
         severity = data.get("severity")
-        return cls(Severity(severity) if severity else None, data.get("bug"), data.get("title"))
+        return cls(
+            Severity(severity) if severity else None,
+            data.get("bug"),
+            data.get("title"),
+            data.get("standing"),
+        )
 
 
 #: The families marked tests and ``cgraph`` fixture checks count their programs under.
@@ -66,7 +76,17 @@ def filing_of(repro: str, severity: Severity | None = None) -> KnownAs:
     bug = bug_of_entry(repro)
     if bug is None:
         return KnownAs(severity)
-    return KnownAs(bug.severity, bug.id, bug.title)
+    return KnownAs(bug.severity, bug.id, bug.title, standing_of(bug))
+
+
+def standing_of(bug: Bug) -> str | None:
+    """Why ``bug`` is not one to file, as a summary line ends: outside torch.compile's
+    contract (and how), or fixed on the newest torch it was checked on; ``None`` for
+    a bug to file."""
+    if bug.contract is not None:
+        return f"outside torch.compile's contract: {bug.contract.kind.words}"
+    fixed = fixed_in(bug.checked)
+    return f"fixed on torch {fixed}" if fixed is not None else None
 
 
 def bug_of_entry(repro: str) -> Bug | None:
@@ -540,9 +560,11 @@ def summary_lines(stats: RunStats, wall_seconds: float, known_ops: list[str]) ->
     if stats.known_hits:
         groups = stats.known_bugs()
         entries = len(stats.known_hits)
+        apart = sum(group.filed.standing is not None for group in groups)
+        to_file = f"; {apart} of them not to file" if apart else ""
         lines.append(
             f"known: {len(groups)} bug(s) seen again ({entries} registry "
-            f"{'entry' if entries == 1 else 'entries'}), {_known_verdict(stats)}"
+            f"{'entry' if entries == 1 else 'entries'}{to_file}), {_known_verdict(stats)}"
         )
         lines.extend(_known_line(group, len(stats.backends) > 1) for group in groups)
     return lines
@@ -566,6 +588,8 @@ def _known_line(group: KnownGroup, per_backend: bool = False) -> str:
     programs = f"{group.hits} failing programs"
     if per_backend and group.backends:
         programs += " (" + ", ".join(f"{b} {n}" for b, n in sorted(group.backends.items())) + ")"
+    if group.filed.standing is not None:
+        programs += f"; {group.filed.standing}"
     if group.filed.bug is None:
         (signature,) = group.signatures
         return f"  {severity}: {signature} ({programs}): {group.where}"

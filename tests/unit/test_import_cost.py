@@ -41,6 +41,7 @@ STARTUP_MODULES = (
     "pytest_cgraph.registry.repro_files",
     "pytest_cgraph.registry.requirements",
     "pytest_cgraph.registry.severity",
+    "pytest_cgraph.registry.standing",
     "pytest_cgraph.reporting",
     "pytest_cgraph.reporting.stats",
     "pytest_cgraph.strategies",

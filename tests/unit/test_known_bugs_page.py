@@ -20,15 +20,65 @@ def test_a_bug_retitled_in_its_bugs_file_makes_the_page_stale() -> None:
     assert known_bugs_page.stale(page.replace(first, first.upper())) == [first]
 
 
-def test_each_bug_is_listed_once_and_silent_bugs_come_first() -> None:
+def test_each_bug_is_listed_once_and_silent_bugs_to_file_come_first() -> None:
     page = known_bugs_page.PAGE.read_text()
     lines = [line for line in page.splitlines() if line.startswith("### `")]
     ids = [line.split("`")[1] for line in lines]
     assert len(ids) == len(set(ids)) == len(known_bugs_page.page_bugs())
+    # The bugs to file first, by severity; then those outside the contract, then the fixed.
+    to_file = page.split(f"\n## {known_bugs_page.OUTSIDE} (")[0]
+    lines = [line for line in to_file.splitlines() if line.startswith("### `")]
     severities = [line.split("(", 1)[1].split(")", 1)[0] for line in lines]
     order = ["silent", "metadata", "crash", "unsupported"]
     assert severities == sorted(severities, key=order.index)
     assert severities[0] == "silent"
+
+
+def test_a_bug_outside_the_contract_is_shown_apart_and_not_counted_to_file() -> None:
+    entries = known_bugs_page.page_bugs()
+    outside = [e for e in entries if e.bug.contract is not None]
+    assert outside, "the shipped baselines class some bugs outside the contract"
+    page = known_bugs_page.PAGE.read_text()
+    heading = f"\n## {known_bugs_page.OUTSIDE} ({len(outside)})\n"
+    assert heading in page
+    after = page.split(heading)[1].split("\n## ")[0]
+    for entry in outside:
+        assert known_bugs_page.bug_line(entry.bug) in after
+        assert not entry.to_file
+    to_file = sum(e.to_file for e in entries)
+    assert f"{len(entries)} bugs: {to_file} to file (" in page
+
+
+def test_a_contract_or_provenance_changed_in_a_bugs_file_makes_the_page_stale() -> None:
+    page = known_bugs_page.PAGE.read_text()
+    entry = next(e for e in known_bugs_page.page_bugs() if e.bug.contract is not None)
+    found, contract = known_bugs_page.standing_lines(entry)[:2]
+    assert contract.startswith("- outside torch.compile's contract (")
+    assert found.startswith("- found by: ")
+    at = page.index(known_bugs_page.bug_line(entry.bug))
+    for line in (contract, found):
+        # Dropped from this bug's section only: other bugs may share the line.
+        edited = page[:at] + page[at:].replace(line + "\n", "", 1)
+        assert known_bugs_page.stale(edited) == [line]
+
+
+def test_regenerating_keeps_a_bug_s_script_only_while_its_forms_are_unchanged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    page = known_bugs_page.PAGE.read_text()
+    kept = known_bugs_page.examples_of(page)
+    assert len(kept) == len(known_bugs_page.page_bugs())
+    first, *rest = known_bugs_page.page_bugs()
+    # One bug's forms changed since the page was written: its script is made anew.
+    kept[first.bug.id] = ("- forms in `torch-2.14`: `another.toml`", "stale example\n")
+    made = []
+    monkeypatch.setattr(
+        known_bugs_page, "example", lambda entry, pythons: made.append(entry.bug.id) or "new\n"
+    )
+    text = known_bugs_page._entry(first, {}, True, kept)
+    assert made == [first.bug.id] and text.endswith("new\n")
+    text = known_bugs_page._entry(rest[0], {}, True, kept)
+    assert made == [first.bug.id] and text.endswith(kept[rest[0].bug.id][1])
 
 
 def test_a_bug_held_by_two_baselines_shows_both_and_what_each_torch_gave() -> None:

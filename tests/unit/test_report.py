@@ -475,3 +475,18 @@ def test_a_known_bug_of_a_shared_campaign_shows_its_hits_per_backend() -> None:
     # One backend: nothing to tell apart.
     data["backends"] = {"cudagraphs": 10}
     assert "cudagraphs 1, inductor 4" not in render_html(data)
+
+
+def test_a_known_bug_not_to_file_says_why_on_the_page() -> None:
+    data = sample()
+    known = data["known"][0]
+    standing = "outside torch.compile's contract: a documented <limitation>"
+    data["known"] = [
+        {**known, "bug": "alias", "title": "t", "severity": "metadata", "standing": standing}
+    ]
+    page = render_html(data)
+    name = Path(known["repro"]).name
+    assert cells(page, "known") == [
+        ["metadata", f"alias t {standing}", known["signature"], str(known["hits"]), name]
+    ]
+    assert "documented &lt;limitation&gt;" in page

@@ -167,6 +167,7 @@ def test_the_json_report_holds_the_run_and_its_wall_time(tmp_path: Path) -> None
             "bug": None,
             "title": None,
             "severity": "crash",
+            "standing": None,
         }
     ]
     assert not path.with_name("report.json.tmp").exists()
@@ -263,6 +264,40 @@ def test_known_signatures_are_summarised_one_line_per_bug_silent_first(tmp_path:
         f"  unsupported by torch: {UNSUPPORTED.signature} (4 failing programs): "
         f"{tmp_path / 'loose.toml'}",
     ]
+
+
+def test_a_known_bug_not_to_file_says_why_in_the_summary_and_the_report(tmp_path: Path) -> None:
+    # One bug outside torch.compile's contract, one fixed on a newer torch: seen
+    # again, each says it is not one to file, and the header counts them apart.
+    standing = BUGS.replace(
+        'severity = "silent"\n',
+        'severity = "silent"\n'
+        'contract = { class = "documented-limitation", why = "set_ of an input" }\n',
+    ).replace(
+        'forms = ["crash.toml"]\n',
+        'forms = ["crash.toml"]\n'
+        'checked = { "2.13.0" = "1 of 1 forms reproduce", "2.14.1" = "fixed: its form no '
+        'longer fails" }\n',
+    )
+    (tmp_path / "bugs.toml").write_text(standing)
+    worker = RunStats.from_json(json.loads(json.dumps(known_stats(tmp_path).to_json())))
+    lines = summary_lines(worker, 1.0, [])
+    start = lines.index(
+        "known: 3 bug(s) seen again (4 registry entries; 2 of them not to file), not failures"
+    )
+    assert lines[start + 1 : start + 3] == [
+        "  silent: lost-clamp: AOTAutograd: a clamp_ after squeeze_ is lost "
+        "(2 signature(s), 5 failing programs; outside torch.compile's contract: a documented "
+        f"limitation): {tmp_path / 'bugs.toml'}",
+        "  crash: set-crash: Dynamo: set_ of a graph input raises "
+        f"(1 signature(s), 1 failing programs; fixed on torch 2.14.1): {tmp_path / 'bugs.toml'}",
+    ]
+    known = report_data(worker, 1.0, {})["known"]
+    assert {entry["bug"]: entry["standing"] for entry in known} == {
+        "lost-clamp": "outside torch.compile's contract: a documented limitation",
+        "set-crash": "fixed on torch 2.14.1",
+        None: None,
+    }
 
 
 def test_known_records_carry_their_bug_through_workers_and_the_report(tmp_path: Path) -> None:

@@ -390,7 +390,7 @@ def _annotation(field: dataclasses.Field[Any]) -> str:
 #: The ``SCHEMA`` (``pytest_cgraph/plugin/wire.py``) the fields below belong to. A
 #: field that keeps its name and annotation but changes meaning is not seen here:
 #: bump the schema for it by hand.
-RECORDED_SCHEMA = 2
+RECORDED_SCHEMA = 3
 #: The fields of every record that crosses processes, and of what they hold, as of
 #: ``RECORDED_SCHEMA``.
 RECORDED_FIELDS: dict[str, tuple[str, ...]] = {
@@ -507,6 +507,7 @@ RECORDED_FIELDS: dict[str, tuple[str, ...]] = {
     "pytest_cgraph.reporting.stats.KnownAs": (
         "bug: str | None",
         "severity: Severity | None",
+        "standing: str | None",
         "title: str | None",
     ),
     "pytest_cgraph.reporting.stats.RunStats": (
