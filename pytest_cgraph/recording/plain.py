@@ -818,6 +818,7 @@ class _Writer:
         if self.plan.inputs == "deepcopy":
             imports.insert(0, "import copy")
         imports += [f"import {module}" for module in self.finding.modules]
+        imports += _backend_import(compiler)
         imports += self._inductor_settings()
         imports += self._compile_config(imports)
         if self.finding.threads is not None:  # a condition of the finding, like a config flag
@@ -1131,7 +1132,19 @@ class _Writer:
 def _compile_call(function: str, compiler: str) -> str:
     if compiler in _INDUCTOR_MODES:
         return f'torch.compile({function}, mode="{compiler}")'
+    if ":" in compiler:  # a backend given as module:function, imported by the script
+        return f"torch.compile({function}, backend={compiler.partition(':')[2]})"
     return f'torch.compile({function}, backend="{compiler}")'
+
+
+def _backend_import(compiler: str | None) -> list[str]:
+    """The import a backend given as ``module:function`` needs (a compiler engineer's
+    own backend, which Dynamo's registry does not know): the script imports it by
+    name, as the harness did, so the report runs where the campaign ran."""
+    if compiler is None or ":" not in compiler:
+        return []
+    module, _, function = compiler.partition(":")
+    return [f"from {module} import {function}"]
 
 
 # ---------------------------------------------------------------- candidates

@@ -383,3 +383,46 @@ def test_a_condition_of_the_calls_becomes_plain_code_of_the_script(
     assert result.verified, (result.verdict, result.attempts, result.script)
     assert result.script is not None and condition not in result.script
     assert in_script in result.script
+
+
+# ------------------------------------------------------- a backend of one's own
+
+OWN_BACKEND = '''
+import torch
+
+
+def lose_input_writes(gm, example_inputs):
+    """A compiler that runs the graph on copies of its tensor arguments."""
+
+    def run(*args):
+        return gm(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+
+    return run
+'''
+
+
+def test_a_backend_given_as_module_and_function_is_imported_by_the_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A compiler engineer's own backend, which Dynamo's registry does not know:
+    # the script imports it as the harness did, and is verified on it.
+    (tmp_path / "own_backend.py").write_text(OWN_BACKEND)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the verifying subprocesses
+    entry = _entry(
+        tmp_path,
+        "import torch\n\n\ndef program(a0):\n    a0.add_(1)\n    return (a0 * 2,)\n\n\n"
+        "def inputs(k):\n    return (torch.ones(2),)\n",
+    )
+    entry.write_text(
+        entry.read_text().replace(
+            'backend = "aot_eager"', 'backend = "own_backend:lose_input_writes"'
+        )
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = make_plain(entry)
+    assert result.verified, (result.verdict, result.attempts, result.script)
+    assert result.script is not None
+    assert "from own_backend import lose_input_writes" in result.script
+    assert "torch.compile(fn, backend=lose_input_writes)" in result.script
