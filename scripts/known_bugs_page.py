@@ -338,7 +338,8 @@ def render(
         "`[:]` a slice, `[i]` an integer index, `[t]` a tensor index, `[]=` an "
         "assignment; `.data=` assigns `.data`, `.grad` reads it and `.grad=` assigns it; "
         "`isub` (`iadd`, `imul`...) an augmented assignment to a name (`w -= v`), as "
-        "Python's `operator` module names it.\n\n",
+        "Python's `operator` module names it; a binary operator is the torch function it "
+        "calls (`a * b`: `mul`); `*range` a range star-unpacked into a call's arguments.\n\n",
         *(f"{line}\n" for line in counts_lines(entries)),
         "\nThe baselines:\n\n",
         *(f"{baselines_line(d, len(read_bugs(d)))}\n" for d in baselines()),

@@ -592,7 +592,8 @@ def program_ops(source: str) -> frozenset[str]:
     ``inputs`` builds it from (``Counter()``), not the argument's name, which
     says nothing (the same module is ``m1`` in one program and ``m2`` in the
     next). A draw from a ``random.Random`` argument gives ``random.Random()``;
-    ``torch.autograd.grad`` gives ``autograd.grad`` besides ``grad``; a
+    ``torch.autograd.grad`` gives ``autograd.grad`` besides ``grad``; a range
+    star-unpacked into a call's arguments gives ``*range``; a
     template Function used in any way gives its class name (``StraightSin``);
     reading or writing an attribute of an argument ``inputs`` builds from a
     class of the source (not a module) gives the class (``h1.count``:
@@ -646,6 +647,8 @@ def program_ops(source: str) -> frozenset[str]:
         program = programs.pop()
         for node in ast.walk(program):
             if isinstance(node, ast.Call):
+                if any(_star_range(arg) for arg in node.args):
+                    ops.add(STAR_RANGE)  # f(*range(n)): Dynamo passes the range's arguments
                 if isinstance(node.func, ast.Attribute):
                     ops.add(node.func.attr)
                     receiver = node.func.value
@@ -1062,6 +1065,20 @@ MODULE_CALL = "MODULE()"
 #: ``random.Random``: its methods are names any object could have; the object
 #: drawn from is the cause.
 PYTHON_RANDOM = "random.Random()"
+
+#: A range star-unpacked into a call's arguments (``x.permute(*range(2))``): a
+#: spelling Dynamo traces apart from the same arguments written out.
+STAR_RANGE = "*range"
+
+
+def _star_range(argument: ast.expr) -> bool:
+    return (
+        isinstance(argument, ast.Starred)
+        and isinstance(argument.value, ast.Call)
+        and isinstance(argument.value.func, ast.Name)
+        and argument.value.func.id == "range"
+    )
+
 
 _BUILTIN_CALLS = frozenset(
     {"range", "len", "tuple", "list", "float", "int", "bool", "isinstance", "min", "max"}

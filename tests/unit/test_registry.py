@@ -720,3 +720,12 @@ def test_a_binary_operator_is_the_op_it_calls(statement: str, op: str) -> None:
     spelled = program_ops(f"def program(a0):\n    {statement}\n    return (v,)\n")
     called = program_ops(f"def program(a0):\n    v = torch.{op}(a0, a0)\n    return (v,)\n")
     assert spelled == called == {op}
+
+
+def test_a_range_star_unpacked_into_a_call_is_an_op_of_its_own() -> None:
+    # Dynamo passes such a range's start, stop and step: the spelling is the cause.
+    starred = program_ops("def program(a0):\n    return (a0.flip(*range(2)),)\n")
+    spelled_out = program_ops("def program(a0):\n    return (a0.flip(0, 1),)\n")
+    assert starred == {"flip", "*range"} and spelled_out == {"flip"}
+    tupled = program_ops("def program(a0):\n    return (a0.flip(tuple(range(2))),)\n")
+    assert "*range" not in tupled
