@@ -22,6 +22,7 @@ the page.
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 import tempfile
@@ -362,6 +363,16 @@ def render(
     return "".join(parts)
 
 
+def tracked(upstream: str) -> str:
+    """Whether a bug's upstream line names its report (``reported``), a report only
+    related to it (``related``), or none (``none found``, also where nobody looked)."""
+    if upstream.startswith(("none found", "unsearched")):
+        return "none found"
+    if re.match(r"pytorch/pytorch#\d+ \(related", upstream):
+        return "related"
+    return "reported"
+
+
 def counts_lines(entries: list[PageBug]) -> list[str]:
     """The page's counts: bugs to file by severity, the rest apart, and how each
     was found (the campaigns' count apart from reports reproduced and probes)."""
@@ -377,6 +388,12 @@ def counts_lines(entries: list[PageBug]) -> list[str]:
         f"{len(entries)} bugs: {len(to_file)} to file ({severities}); {outside} outside "
         f"torch.compile's contract; {fixed} fixed on the newest torch they were checked on."
     ]
+    tracker = Counter(tracked(e.bug.upstream) for e in to_file)
+    lines.append(
+        f"\nOf the bugs to file, on PyTorch's tracker: {tracker['reported']} reported already, "
+        f"{tracker['related']} with a related report only, {tracker['none found']} with none "
+        "found (searched as each bug's upstream line says)."
+    )
     for title, group in (("Of the bugs to file", to_file), ("Of all", entries)):
         found = Counter(e.bug.found.by.value if e.bug.found else "not told" for e in group)
         lines.append(

@@ -47,6 +47,11 @@ def test_a_bug_outside_the_contract_is_shown_apart_and_not_counted_to_file() -> 
         assert not entry.to_file
     to_file = sum(e.to_file for e in entries)
     assert f"{len(entries)} bugs: {to_file} to file (" in page
+    # ... and of those, how many the tracker has already, by their upstream lines.
+    assert known_bugs_page.tracked("pytorch/pytorch#197893 (open)") == "reported"
+    assert known_bugs_page.tracked("pytorch/pytorch#1 (related: another op)") == "related"
+    assert known_bugs_page.tracked("none found (2026-12-07; searched: ...)") == "none found"
+    assert "Of the bugs to file, on PyTorch's tracker: " in page
 
 
 def test_a_contract_or_provenance_changed_in_a_bugs_file_makes_the_page_stale() -> None:
