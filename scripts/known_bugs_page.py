@@ -37,10 +37,9 @@ from pytest_cgraph.registry.entries import (
     Bug,
     read_bugs,
     recorded_settings,
-    version_order,
 )
 from pytest_cgraph.registry.severity import ORDER, Severity
-from pytest_cgraph.registry.standing import fixed_in
+from pytest_cgraph.registry.standing import fixed_in, version_order
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "known-bugs.md"
 #: Forms tried per bug before the page shows a program instead of a script.

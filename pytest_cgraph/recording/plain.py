@@ -1447,7 +1447,7 @@ _LOG = re.compile(r"^[DIWEF]\d{4} \d\d:\d\d:\d\d")
 def _checked_sentence(checked: dict[str, str]) -> str:
     """Where a known bug was replayed and what its forms gave, oldest torch first: a
     reader files it against the newest torch it still fails on, or not at all."""
-    from pytest_cgraph.registry.entries import version_order
+    from pytest_cgraph.registry.standing import version_order
 
     if not checked:
         return ""

@@ -22,9 +22,9 @@ from pytest_cgraph.registry.entries import (
     parse_toml,
     read_bugs,
     read_entry,
-    version_order,
 )
 from pytest_cgraph.registry.severity import severity_of_entry, worst
+from pytest_cgraph.registry.standing import version_order
 
 BUG_HEADER = "[[bug]]\n"
 

@@ -1100,12 +1100,6 @@ def _release(torch_version: str) -> tuple[int, int] | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def version_order(version: str) -> tuple[int, ...]:
-    """``2.14.1+cu130`` -> ``(2, 14, 1)``: torch versions, and baselines' names
-    (``torch-2.14``), in release order."""
-    return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0]))
-
-
 def shipped_baselines() -> dict[tuple[int, int], Path]:
     """Every baseline shipped in the package, by the torch release it was recorded on."""
     found = {}

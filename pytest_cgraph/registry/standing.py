@@ -195,10 +195,11 @@ def fixed_in(checked: dict[str, str]) -> str | None:
     undid is no fix."""
     if not checked:
         return None
-    newest = max(checked, key=_version_key)
+    newest = max(checked, key=version_order)
     return newest if _NOT_FAILING.match(checked[newest]) else None
 
 
-def _version_key(version: str) -> tuple[int, ...]:
-    """``2.14.1+cu130`` -> ``(2, 14, 1)``: releases in order, whatever the build."""
+def version_order(version: str) -> tuple[int, ...]:
+    """``2.14.1+cu130`` -> ``(2, 14, 1)``: torch versions, and baselines' names
+    (``torch-2.14``), in release order, whatever the build."""
     return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0]))

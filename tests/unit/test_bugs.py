@@ -24,9 +24,9 @@ from pytest_cgraph.registry.entries import (
     read_bugs,
     read_entry,
     registry_files,
-    version_order,
 )
 from pytest_cgraph.registry.severity import severity_of_entry, worst
+from pytest_cgraph.registry.standing import version_order
 from pytest_cgraph.strategies.templates import TEMPLATES
 
 BASELINES = sorted(path for path in BASELINE_ROOT.glob("torch-*") if (path / BUGS_FILE).exists())

@@ -17,7 +17,8 @@ import pytest
 
 from pytest_cgraph.recording import plain
 from pytest_cgraph.recording.plain import ProgramText, inputs_body, main, make_plain
-from pytest_cgraph.registry.entries import read_bugs, version_order
+from pytest_cgraph.registry.entries import read_bugs
+from pytest_cgraph.registry.standing import version_order
 
 BASELINE = Path(__file__).resolve().parents[2] / "pytest_cgraph" / "known" / "torch-2.13"
 
