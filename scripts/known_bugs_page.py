@@ -293,14 +293,21 @@ def forms_line(entry: PageBug) -> str:
     return f"- forms in `{newest.name}`: {forms}"
 
 
+def sections_of(page: str) -> dict[str, str]:
+    """A written page's sections by bug id: from a bug's heading to the next bug's,
+    or to the heading of the next group."""
+    return {
+        section.split("`", 1)[0]: section.split("\n## ", 1)[0]
+        for section in page.split("\n### `")[1:]
+    }
+
+
 def examples_of(page: str) -> dict[str, tuple[str, str]]:
     """The examples of a page already written, by bug id, each with the forms line it
     was made from: regenerating the page for a changed title or standing need not run
     every script again, only those of bugs whose forms changed."""
     found: dict[str, tuple[str, str]] = {}
-    for section in page.split("\n### `")[1:]:
-        bug_id = section.split("`", 1)[0]
-        section = section.split("\n## ", 1)[0]  # a group's heading ends the last section
+    for bug_id, section in sections_of(page).items():
         lines = section.split("\n")
         at = next((i for i, line in enumerate(lines) if line.startswith("- forms in `")), None)
         if at is None or len(lines) < at + 4:
@@ -410,10 +417,7 @@ def stale(page: str) -> list[str]:
         for d in baselines()
         if baselines_line(d, len(read_bugs(d))) not in page
     ]
-    sections = {
-        section.split("`", 1)[0]: section.split("\n## ", 1)[0]
-        for section in page.split("\n### `")[1:]
-    }
+    sections = sections_of(page)
     for entry in page_bugs():
         if bug_line(entry.bug) not in page:
             missing.append(bug_line(entry.bug))
