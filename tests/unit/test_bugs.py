@@ -44,6 +44,33 @@ def test_every_entry_is_a_form_of_exactly_one_bug(directory: Path) -> None:
         assert bug.title and "\n" not in bug.title and bug.mechanism and bug.upstream, bug.id
 
 
+#: A title is filed as a PyTorch issue's title: short, and in torch's words, not
+#: the harness's (its detail belongs in the mechanism).
+TITLE_LIMIT = 100
+HARNESS_WORDS = re.compile(
+    r"\b(?:iterations?|output\s*#|forms?|harness(?:es)?|signatures?|mechanisms?|programs?"
+    r"|entry|entries)(?!\w)",
+    re.IGNORECASE,
+)
+
+
+@pytest.mark.parametrize("directory", BASELINES, ids=[path.name for path in BASELINES])
+def test_every_bug_title_is_one_a_torch_maintainer_would_take_as_an_issue_title(
+    directory: Path,
+) -> None:
+    bad = [
+        f"{bug.id}: {len(bug.title)} characters (at most {TITLE_LIMIT})"
+        for bug in read_bugs(directory)
+        if len(bug.title) > TITLE_LIMIT
+    ]
+    bad += [
+        f"{bug.id}: harness word {found.group(0)!r} in its title"
+        for bug in read_bugs(directory)
+        if (found := HARNESS_WORDS.search(bug.title))
+    ]
+    assert not bad, "\n".join(bad)
+
+
 @pytest.mark.parametrize("directory", BASELINES, ids=[path.name for path in BASELINES])
 def test_every_bug_says_how_it_was_found_and_one_bug_stands_alike_everywhere(
     directory: Path,
