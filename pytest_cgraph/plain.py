@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import sys
 
-from pytest_cgraph.recording.plain import main, make_plain, ready_to_file
+from pytest_cgraph.recording.issue import ready_to_file
+from pytest_cgraph.recording.plain import main, make_plain
 
 __all__ = ["main", "make_plain", "ready_to_file"]
 

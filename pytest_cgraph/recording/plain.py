@@ -65,7 +65,7 @@ from pytest_cgraph.registry.entries import (
     recorded_settings,
     recorded_threads,
 )
-from pytest_cgraph.registry.repro_files import FAILURE, header_value
+from pytest_cgraph.registry.repro_files import header_value
 
 #: Protocol names a script has no use for: it states their effect directly.
 _PROTOCOL_CONSTANTS = frozenset(
@@ -109,6 +109,10 @@ _CUDAGRAPH_BACKENDS = frozenset({"cudagraphs", "reduce-overhead", "max-autotune"
 
 #: ``torch.compile(mode=...)`` names accepted as backends.
 _INDUCTOR_MODES = frozenset({"reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"})
+
+#: The compiler name of ``torch.compile(fn)`` with torch's defaults (Inductor): what a
+#: maintainer runs first, so a report's script uses it wherever the bug shows there.
+DEFAULT = "default"
 
 #: Seconds one verification run may take (an Inductor compile on a busy machine included).
 RUN_LIMIT = 600.0
@@ -840,7 +844,8 @@ class _Writer:
 
         difference, finding = self.difference, self.finding
         calls = f"{self.plan.calls} call" + ("s" if self.plan.calls > 1 else "")
-        head = f"# torch {torch.__version__}, {finding.backend} vs eager, {calls}: "
+        compiler = "torch.compile defaults" if finding.backend == DEFAULT else finding.backend
+        head = f"# torch {torch.__version__}, {compiler} vs eager, {calls}: "
         if difference is None:
             return [head + "the compiled call kills the process"]
         if difference.kind is Kind.CRASH:
@@ -861,7 +866,7 @@ class _Writer:
         of Inductor and of the cudagraphs backend puts them), and low-precision rounding
         as eager rounds."""
         backend = self.finding.backend
-        inductor = backend.startswith("inductor") or backend in _INDUCTOR_MODES
+        inductor = backend.startswith("inductor") or backend in _INDUCTOR_MODES | {DEFAULT}
         lines = []
         if self.facts.draws_random and (inductor or backend == "cudagraphs"):
             lines.append("torch._inductor.config.fallback_random = True")
@@ -1130,6 +1135,8 @@ class _Writer:
 
 
 def _compile_call(function: str, compiler: str) -> str:
+    if compiler == DEFAULT:
+        return f"torch.compile({function})"
     if compiler in _INDUCTOR_MODES:
         return f'torch.compile({function}, mode="{compiler}")'
     if ":" in compiler:  # a backend given as module:function, imported by the script
@@ -1250,9 +1257,16 @@ class Run:
         return lines[-1][:160] if lines else ""
 
 
-def run_scripts(texts: Sequence[str], limit: float = RUN_LIMIT) -> list[Run]:
+def run_scripts(
+    texts: Sequence[str],
+    limit: float = RUN_LIMIT,
+    python: str | None = None,
+    env: dict[str, str] | None = None,
+) -> list[Run]:
     """Run each text as a file in a fresh interpreter, all at once, each in an empty
-    directory (so nothing beside it is imported by accident)."""
+    directory (so nothing beside it is imported by accident). ``python`` is the
+    interpreter (another torch's, to replay a script there; default: this one's) and
+    ``env`` what is added to the environment (``TORCH_TRACE``)."""
     with tempfile.TemporaryDirectory(prefix="cgraph-plain-") as directory:
         children = []
         for number, text in enumerate(texts):
@@ -1260,12 +1274,12 @@ def run_scripts(texts: Sequence[str], limit: float = RUN_LIMIT) -> list[Run]:
             path.write_text(text)
             children.append(
                 subprocess.Popen(
-                    [sys.executable, str(path)],
+                    [python or sys.executable, str(path)],
                     cwd=directory,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
                     text=True,
-                    env={**os.environ, "PYTHONWARNINGS": "ignore"},
+                    env={**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})},
                 )
             )
         runs = []
@@ -1281,9 +1295,14 @@ def run_scripts(texts: Sequence[str], limit: float = RUN_LIMIT) -> list[Run]:
         return runs
 
 
-def run_script(text: str, limit: float = RUN_LIMIT) -> Run:
+def run_script(
+    text: str,
+    limit: float = RUN_LIMIT,
+    python: str | None = None,
+    env: dict[str, str] | None = None,
+) -> Run:
     """Run one text as :func:`run_scripts` does."""
-    return run_scripts([text], limit)[0]
+    return run_scripts([text], limit, python, env)[0]
 
 
 @dataclass
@@ -1300,6 +1319,8 @@ class PlainResult:
     observed: str = ""
     #: What the harness saw when it checked the program (``None``: nothing, or not checked).
     difference: Difference | None = None
+    #: The plan the verified script was written under (``None``: none verified).
+    plan: Plan | None = None
 
     @property
     def lines(self) -> int:
@@ -1395,7 +1416,7 @@ def make_plain(path: Path, verify: bool = True) -> PlainResult:
             # The script shows what the harness sees now, which is worth saying.
             verdict += f" (the harness now sees {difference.signature})"
         return PlainResult(
-            finding, text, True, verdict, control_name, attempts, failing.output, difference
+            finding, text, True, verdict, control_name, attempts, failing.output, difference, plan
         )
     reason = attempts[-1] if attempts else "no plan"
     # The first script stays with an unverified result, for a reader to mend; the
@@ -1406,155 +1427,31 @@ def make_plain(path: Path, verify: bool = True) -> PlainResult:
     )
 
 
+def render_for(result: PlainResult, compiler: str | None) -> str:
+    """The verified script of ``result`` written for another compiler (:data:`DEFAULT`,
+    a backend, ``None`` for no compile), under the plan that verified: what a report's
+    ablation runs, and the script it shows where torch's defaults show the bug."""
+    if result.plan is None:
+        raise Unsupported("no script verified")
+    finding = result.finding if compiler is None else replace(result.finding, backend=compiler)
+    program = ProgramText.parse(finding.source)
+    facts = eager_facts(finding.source)
+    return _Writer(finding, program, facts, result.difference, result.plan).render(compiler)
+
+
+def fails_as_found(result: PlainResult, run: Run) -> bool:
+    """Whether ``run`` of a script of ``result`` fails as the finding does."""
+    return run.returncode != 0 and (
+        _fails_as_expected(result.finding, result.difference, run) is None
+    )
+
+
 def _plan_words(plan: Plan) -> str:
     words = [f"{plan.calls} call(s)", f"{plan.inputs} inputs"]
     words += [("each side's own backward" if plan.dynamic else "backward")] if plan.backward else []
     words += ["seeded"] if plan.seed else []
     words += [f"unread inputs {', '.join(map(str, plan.drop))} left out"] if plan.drop else []
     return ", ".join(words)
-
-
-# ------------------------------------------------------------- ready to file
-
-#: The component a first diverging layer names, as PyTorch's tracker files it.
-COMPONENTS = {
-    "eager": "Dynamo",
-    "aot_eager": "AOTAutograd",
-    "aot_eager_default_partitioner": "AOTAutograd (partitioner)",
-    "aot_eager_decomp_partition": "Inductor decompositions",
-    "inductor": "Inductor",
-    "cudagraphs": "cudagraphs backend",
-    "reduce-overhead": "CUDA graph trees",
-}
-#: Lines of a script's output quoted in a report (its head: the values printed).
-OBSERVED_LINES = 30
-
-
-def _bug_of(path: Path) -> Any:
-    """The bug of its directory's bugs file that ``path`` is a form of, if any."""
-    from pytest_cgraph.registry.entries import read_bugs
-
-    try:
-        return next((bug for bug in read_bugs(path.parent) if path.name in bug.forms), None)
-    except ValueError:  # a bugs file that does not parse names no bug
-        return None
-
-
-#: A line of torch's logging (glog layout: level, date, time, thread, file).
-_LOG = re.compile(r"^[DIWEF]\d{4} \d\d:\d\d:\d\d")
-
-
-def _checked_sentence(checked: dict[str, str]) -> str:
-    """Where a known bug was replayed and what its forms gave, oldest torch first: a
-    reader files it against the newest torch it still fails on, or not at all."""
-    from pytest_cgraph.registry.standing import version_order
-
-    if not checked:
-        return ""
-    results = "; ".join(
-        f"torch {version}: {result}"
-        for version, result in sorted(checked.items(), key=lambda item: version_order(item[0]))
-    )
-    return f"Replayed on {results}.\n\n"
-
-
-def ladder_table(finding: Finding, like: Difference | None) -> str:
-    """What each layer of the compile stack does with the finding's program, lowest
-    first, as a Markdown table: the backends that diverge, for the report. ``like`` is
-    what the harness saw on the finding's backend (that rung is not checked again)."""
-    import torch
-
-    from pytest_cgraph.oracle.ladder import Rung, climb
-
-    for module in finding.modules:
-        importlib.import_module(module)
-    device = torch.device(finding.device)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        rungs = climb(finding.source, finding.backend, device, None, stop_at_first=False, like=like)
-    if not any(rung.name == finding.backend for rung in rungs):
-        rungs.append(Rung(finding.backend, difference=like))
-    rows = "\n".join(f"| `{rung.name}` | {rung.verdict(like)} |" for rung in rungs)
-    return f"| backend | result |\n|---|---|\n{rows}\n"
-
-
-def versions() -> str:
-    """``python -m torch.utils.collect_env``'s text, what PyTorch's template asks for."""
-    try:
-        from torch.utils.collect_env import get_pretty_env_info
-
-        return str(get_pretty_env_info())
-    except Exception as error:  # collect_env shells out; keep the report whole without it
-        import platform
-
-        import torch
-
-        return (
-            f"(collect_env failed: {type(error).__name__})\nPyTorch version: {torch.__version__}\n"
-            f"Python version: {platform.python_version()}\nOS: {platform.platform()}"
-        )
-
-
-def ready_to_file(path: Path, result: PlainResult | None = None) -> str:
-    """A Markdown report in the layout of PyTorch's bug template, from the finding in
-    ``path`` and its verified plain script: a title, what differs, the script, what it
-    printed on the backend, the layers that diverge, the versions. ``None`` script: the
-    report says why and shows the harness's program instead."""
-    result = result or make_plain(path)
-    finding = result.finding
-    text = path.read_text(errors="replace")
-    failure = (header_value(text, FAILURE) or finding.signature).strip()
-    ladder = (header_value(text, "# first diverging layer: ") or "not located").strip()
-    component = COMPONENTS.get(finding.layer or "", finding.layer or "torch.compile")
-    title = f"[{component}] torch.compile(backend={finding.backend!r}) differs: {failure}"
-    known = _bug_of(path)
-    analysis = ""
-    if known is not None:
-        title = f"[{component}] {known.title}"
-        analysis = f"What seems to happen: {' '.join(known.mechanism.split())}\n\n"
-        analysis += _checked_sentence(known.checked)
-    if result.verified and result.script:
-        # torch's own log records (W1126 12:00:00.000 ... cudagraph_utils.py ...) are
-        # the machine's, not the bug's: what the script printed, without them.
-        printed = [line for line in result.observed.strip().splitlines() if not _LOG.match(line)]
-        observed = "\n".join(printed[:OBSERVED_LINES])
-        body = (
-            f"The script runs the function eagerly and under `torch.compile(backend="
-            f"{finding.backend!r})`, each from its own copy of the inputs, and asserts they "
-            f"agree. It fails on `{finding.backend}` and passes on "
-            f"{'`' + result.control + '`' if result.control != 'no compile' else 'plain eager'}"
-            f" ({result.lines} lines).\n\n```python\n{result.script.rstrip()}\n```\n\n"
-            f"Output on `{finding.backend}` (the eager values are the expected ones):\n\n"
-            f"```\n{observed}\n```\n"
-        )
-    else:
-        body = (
-            f"No plain script verified ({result.verdict}); the program as the harness "
-            f"ran it (`program(*inputs(k))` for k = 1, 2, ...):\n\n"
-            f"```python\n{finding.source.rstrip()}\n```\n"
-        )
-    table = (
-        ""
-        if finding.ends_process
-        else f"\nWhat each backend does with it:\n\n{ladder_table(finding, result.difference)}"
-    )
-    return f"""### Title
-
-{title}
-
-### 🐛 Describe the bug
-
-{failure}, on the `{finding.device}` device.
-
-{analysis}{body}{table}
-First diverging layer: {ladder}.
-
-### Versions
-
-```
-{versions().rstrip()}
-```
-"""
 
 
 # ------------------------------------------------------------------------ CLI
@@ -1579,6 +1476,9 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.redirect_stdout(sys.stderr):  # torch's notices stay off the script
         result = make_plain(options.path, verify=not options.no_verify)
     if options.issue:
+        # The report is the next stage's (recording.issue builds on this module).
+        from pytest_cgraph.recording.issue import ready_to_file
+
         with contextlib.redirect_stdout(sys.stderr):
             report = ready_to_file(options.path, result)
         sys.stdout.write(report)
@@ -1595,7 +1495,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if result.verified else 1
 
 
-__all__ = ["Finding", "PlainResult", "Unsupported", "main", "make_plain", "ready_to_file"]
+__all__ = [
+    "DEFAULT",
+    "Finding",
+    "PlainResult",
+    "Unsupported",
+    "main",
+    "make_plain",
+    "render_for",
+]
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -39,7 +39,7 @@ STAGES = (
     "fuzz",
 )
 #: The commands' names (``python -m pytest_cgraph.record``): each forwards to its stage.
-COMMANDS = ("record", "report", "plain", "backends")
+COMMANDS = ("record", "report", "plain", "issue", "backends")
 
 
 def stage_of(module: str) -> str:

@@ -17,8 +17,6 @@ import pytest
 
 from pytest_cgraph.recording import plain
 from pytest_cgraph.recording.plain import ProgramText, inputs_body, main, make_plain
-from pytest_cgraph.registry.entries import read_bugs
-from pytest_cgraph.registry.standing import version_order
 
 BASELINE = Path(__file__).resolve().parents[2] / "pytest_cgraph" / "known" / "torch-2.13"
 
@@ -128,35 +126,6 @@ def test_the_command_prints_the_script_and_a_verdict(
     assert code == 1  # not verified: not run
     assert capsys.readouterr().out.strip() == "NOT VERIFIED (--no-verify)"
     assert "def fn(a0):" in out.read_text()
-
-
-def test_a_report_ready_to_file_carries_the_bug_the_script_and_what_it_printed(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from pytest_cgraph.recording import plain
-
-    monkeypatch.setattr(plain, "versions", lambda: "PyTorch version: 2.13.0+cpu")
-    entry = BASELINE / "value-output-aot_eager-2.toml"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        report = plain.ready_to_file(entry)
-    bug = next(b for b in read_bugs(BASELINE) if entry.name in b.forms)
-    sections = ["### Title", "### 🐛 Describe the bug", "### Versions"]
-    assert [line for line in report.splitlines() if line.startswith("### ")] == sections
-    assert f"[AOTAutograd] {bug.title}" in report
-    assert " ".join(bug.mechanism.split()) in report
-    assert 'torch.compile(fn, backend="aot_eager")' in report
-    # What the script printed on the backend: both sides' values and the assertion.
-    output = report.split("Output on `aot_eager`", 1)[1]
-    assert "eager:" in output and "compiled:" in output and "AssertionError" in output
-    assert "First diverging layer: aot_eager" in report
-    assert "PyTorch version: 2.13.0+cpu" in report
-    assert "pytest_cgraph" not in report.split("### Versions")[0]  # nothing of the harness
-    # Where the bug was replayed, oldest torch first: it is filed against the newest.
-    assert bug.checked, "the baseline records what each torch gave"
-    by_release = sorted(bug.checked.items(), key=lambda item: version_order(item[0]))
-    replayed = "; ".join(f"torch {v}: {r}" for v, r in by_release)
-    assert f"Replayed on {replayed}." in report
 
 
 # ------------------------------------------------------- inputs never read

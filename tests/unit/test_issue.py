@@ -1,0 +1,175 @@
+"""Reports for PyTorch's tracker (``pytest_cgraph.recording.issue``).
+
+A report claims only what runs of its script showed: the ablation's logic is
+held here with a double of the script runner (which run fails is set by the
+test), and one report is written end to end from a baseline entry with real
+runs, as a maintainer would receive it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_cgraph.recording import issue
+from pytest_cgraph.recording.issue import FLOAT64, SETTINGS, Ablation, Row, ablate
+from pytest_cgraph.recording.plain import DEFAULT, PlainResult, Run, make_plain
+
+BASELINE = Path(__file__).resolve().parents[2] / "pytest_cgraph" / "known" / "torch-2.13"
+#: A Dynamo bug found by a user's test: a hand-written SGD step keeps its gradient.
+SGD = BASELINE / "grad-grad-presence-eager.toml"
+HARNESS_WORDS = re.compile(r"\b(iteration|output #|forms?|harness|signature|entry|mechanism)\b")
+
+
+def test_every_setting_of_the_table_is_one_torch_has_and_the_value_is_not_its_default() -> None:
+    # A renamed setting would make its row pass for the wrong reason (an attribute
+    # set on a module that never reads it): each must exist, and differ from now.
+    for setting in SETTINGS:
+        module_name, _, attribute = setting.name.rpartition(".")
+        owner_name, _, inner = module_name.rpartition(".")
+        if inner == "triton":
+            module = importlib.import_module(owner_name).triton
+        else:
+            module = importlib.import_module(module_name)
+        assert hasattr(module, attribute), setting.name
+        assert getattr(module, attribute) != setting.value, f"{setting.name} is already that"
+
+
+def test_a_setting_is_set_right_after_the_scripts_import_of_torch() -> None:
+    script = "import copy\nimport torch\n\nx = torch.ones(2)\n"
+    setting = next(s for s in SETTINGS if s.name.endswith("fallback_random"))
+    placed = issue._with_lines(script, setting.lines)
+    assert placed.splitlines()[:4] == [
+        "import copy",
+        "import torch",
+        "import torch._inductor.config",
+        "torch._inductor.config.fallback_random = True",
+    ]
+
+
+def _fake_runs(monkeypatch: pytest.MonkeyPatch, fails: object) -> list[str]:
+    """Runs of scripts decided by ``fails(script, python)``: exit 1 with the finding's
+    assertion, or 0. Returns the scripts run, for the test to read."""
+    ran: list[str] = []
+
+    def run(text: str, limit: float = 0, python: str | None = None, env: object = None) -> Run:
+        ran.append(text)
+        failing = fails(text, python)  # type: ignore[operator]
+        return Run(1, "AssertionError: grad of a0") if failing else Run(0, "")
+
+    monkeypatch.setattr(issue, "run_script", run)
+    monkeypatch.setattr(issue, "torch_version_of", lambda python: python.rpartition("/")[2])
+    return ran
+
+
+@pytest.fixture(scope="module")
+def sgd() -> PlainResult:
+    result = make_plain(SGD)
+    assert result.verified, result.verdict
+    return result
+
+
+def test_the_ablation_names_the_lowest_failing_backend_the_setting_that_removes_it_and_the_window(
+    monkeypatch: pytest.MonkeyPatch, sgd: PlainResult
+) -> None:
+    def fails(script: str, python: str | None) -> bool:
+        if python is not None:  # the versions: a regression in 2.12
+            return not python.endswith("2.11.0")
+        return "capture_scalar_outputs" not in script and 'backend="eager"' not in script
+
+    ran = _fake_runs(monkeypatch, fails)
+    ablation = ablate(sgd, DEFAULT, ["/v/2.13.0", "/v/2.11.0", "/v/2.12.0"])
+    assert [row.fails for row in ablation.backends] == [False, True, True, True]
+    assert ablation.first_layer == '`backend="aot_eager"`'
+    # Settings ran on aot_eager, Dynamo's and AOTAutograd's only (not Inductor's).
+    assert ablation.settings_on == '`backend="aot_eager"`'
+    names = [row.change for row in ablation.settings]
+    assert not any("_inductor" in name for name in names)
+    assert any("_functorch.config.donated_buffer" in name for name in names)
+    assert ablation.removed_by == ["torch._dynamo.config.capture_scalar_outputs = True"]
+    # Versions oldest first, and the window said in one sentence.
+    assert [row.change for row in ablation.versions] == [
+        "torch 2.11.0",
+        "torch 2.12.0",
+        "torch 2.13.0",
+    ]
+    summary = ablation.summary()
+    assert 'first shows when compiled with `backend="aot_eager"`' in summary
+    assert "goes away with `torch._dynamo.config.capture_scalar_outputs = True`" in summary
+    assert "fails on torch 2.12.0, 2.13.0 and passes on 2.11.0" in summary
+    assert sum("capture_scalar_outputs = True" in text for text in ran) == 1
+
+
+def test_an_ablation_where_nothing_fails_says_so_rather_than_naming_a_layer(
+    monkeypatch: pytest.MonkeyPatch, sgd: PlainResult
+) -> None:
+    _fake_runs(monkeypatch, lambda script, python: False)
+    ablation = ablate(sgd, DEFAULT)
+    assert ablation.first_layer is None and not ablation.settings
+    assert ablation.summary() == "In short: no backend of the table shows it."
+
+
+def test_the_float64_row_runs_only_where_values_are_compared() -> None:
+    # A grad that is set on one side only is no rounding effect to rule out.
+    assert FLOAT64 not in Ablation().table()
+    rows = Ablation(settings=[Row(FLOAT64, True, "**fails**")])
+    assert FLOAT64 in rows.table()
+
+
+def test_a_report_is_written_with_its_script_ablation_and_trace_from_a_baseline_entry(
+    tmp_path: Path,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_cgraph.issue", str(SGD), "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    name = SGD.stem
+    report = (tmp_path / f"{name}.md").read_text()
+    title = report.split("### Title\n\n", 1)[1].splitlines()[0]
+    assert len(title) <= 100 and not HARNESS_WORDS.search(title.lower()), title
+    body = report.split("### Versions")[0]
+    assert "pytest_cgraph" not in body and "def program(" not in body
+    script = (tmp_path / name / "repro.py").read_text()
+    assert f"```python\n{script.rstrip()}\n```" in report
+    # The bug shows with torch's defaults, so the script is on torch.compile(fn).
+    assert "compiled_fn = torch.compile(fn)\n" in script and len(script.splitlines()) <= 25
+    assert "eager gives `None`, compiled gives `tensor([0., 1., 2.])`" in report
+    fingerprint = json.loads((tmp_path / name / "ablation.json").read_text())
+    assert fingerprint["first_layer"] == '`backend="eager"`'
+    assert fingerprint["removed_by"] == []
+    assert '| compiled with `backend="eager"` | **fails** |' in report
+    assert 'File "repro.py"' in report and "cgraph-plain-" not in report
+    assert list((tmp_path / name / "trace").glob("*.log")), "a TORCH_TRACE log"
+    import torch
+
+    lines = len(script.splitlines())
+    assert done.stdout.strip().endswith(f"{lines} lines; torch {torch.__version__}: exit 1")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (["nowhere.toml"], "nowhere.toml does not exist"),
+        ([str(BASELINE)], "is a directory: give --out DIR"),
+        ([str(BASELINE), "--out", "x", "--bug", "no-such-bug"], "no bug no-such-bug"),
+    ],
+)
+def test_a_wrong_argument_gets_one_line_and_exit_2(arguments: list[str], said: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_cgraph.issue", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert said in lines[-1] and "Traceback" not in done.stderr
