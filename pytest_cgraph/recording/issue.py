@@ -371,10 +371,10 @@ def ablate(
         fresh = dict(zip(again, _run_all([(script, p) for p in again], limit), strict=True))
         replays: list[Run | None] = [fresh.get(p, shown_run) for p, _ in known]
         rows = []
-        for (_, version), run in zip(known, replays, strict=True):
-            assert run is not None  # every interpreter but this one ran afresh
-            fails, words = _result(result, run)
-            rows.append((version, Row(f"torch {version}", fails, words, run.returncode)))
+        for (_, version), replay in zip(known, replays, strict=True):
+            assert replay is not None  # every interpreter but this one ran afresh
+            fails, words = _result(result, replay)
+            rows.append((version, Row(f"torch {version}", fails, words, replay.returncode)))
         ablation.versions = [row for _, row in sorted(rows, key=lambda item: _order(item[0]))]
     return ablation
 
