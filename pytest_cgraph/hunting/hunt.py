@@ -35,6 +35,7 @@ from pytest_cgraph.hunting.findings import found_claims, found_key, found_signat
 from pytest_cgraph.oracle.difference import Difference
 from pytest_cgraph.registry.entries import Registry, program_ops
 from pytest_cgraph.registry.judge import Judge, Ruling
+from pytest_cgraph.registry.own_backend import is_own_backend, own_key
 from pytest_cgraph.reporting.stats import RunStats
 from pytest_cgraph.strategies.seeded_draws import without_local_constants
 
@@ -295,7 +296,7 @@ class Hunt:
             examples_to_failure=self._drawn_at_failure,
             seconds_to_repro=round(seconds, 2) if seconds is not None else None,
         )
-        key = found_key(failure.signature, self._claiming_calls(failure.difference, failure.case))
+        key = found_key(*self._found_as(failure.difference, failure.case))
         self.new[key] = recorded
         self.found_in_run.add(key)
         self.stats.failures.append(recorded)
@@ -490,9 +491,20 @@ class Hunt:
 
     def _found_in_run(self, case: Case, difference: Difference) -> bool:
         """This run has found ``difference``'s bug already (this hunt or, shared, another)."""
-        return found_claims(
-            self.found_in_run, difference.signature, self._claiming_calls(difference, case)
-        )
+        return found_claims(self.found_in_run, *self._found_as(difference, case))
+
+    def _found_as(self, difference: Difference, case: Case) -> tuple[str, frozenset[str]]:
+        """The signature and calls this run files a failure under: its own, or (a
+        backend of one's own that no torch layer shows it on) its face, whatever its
+        calls (:mod:`pytest_cgraph.registry.own_backend`)."""
+        if (
+            is_own_backend(case.backend)
+            and not difference.message
+            and not difference.ends_process
+            and self.judge.layer(case, difference) is None
+        ):
+            return own_key(difference.signature), frozenset()
+        return difference.signature, self._claiming_calls(difference, case)
 
     @staticmethod
     def _claiming_calls(difference: Difference, case: Case) -> frozenset[str]:

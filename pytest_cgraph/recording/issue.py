@@ -470,13 +470,15 @@ def _found_words(bug: Any) -> str:
     return "Found while studying a compiler mechanism by hand."
 
 
-def _observed(output: str, shift: int = 0) -> str:
+def _observed(output: str, shift: int = 0, crash: bool = False) -> str:
     """What a script printed, less torch's own log records (the machine's, not the
-    bug's): its head, the values printed and the assertion, the script named as the
-    report names it rather than by the temporary file it ran as, and its line numbers
-    less the ``shift`` lines the report's copy leaves out."""
+    bug's): its head (the values printed and the assertion) or, for a crash, its tail
+    (where torch's traceback ends in the error), the script named as the report names
+    it rather than by the temporary file it ran as, and its line numbers less the
+    ``shift`` lines the report's copy leaves out."""
     printed = [line for line in output.strip().splitlines() if not _LOG.match(line)]
-    text = "\n".join(printed[:OBSERVED_LINES])
+    kept = printed[-OBSERVED_LINES:] if crash else printed[:OBSERVED_LINES]
+    text = "\n".join(kept)
     return re.sub(
         r'File "[^"]*cgraph-plain-[^"]*\.py", line (\d+)',
         lambda match: f'File "repro.py", line {int(match.group(1)) - shift}',
@@ -490,12 +492,25 @@ OBSERVED_LINES = 30
 SHORT_VALUE = 60
 
 
+def _error_said(difference: Difference | None) -> str:
+    """``: "message"``, the first line of the compiled call's error, where it has one."""
+    message = (difference.message or "") if difference is not None else ""
+    first = next((line.strip() for line in message.splitlines() if line.strip()), "")
+    return f': "{textwrap.shorten(first, 160, placeholder="...")}"' if first else ""
+
+
 def _values_said(output: str) -> str:
     """``: eager gives X, compiled gives Y`` where the script printed both briefly."""
     said = {}
-    for line in output.splitlines():
+    lines = output.splitlines()
+    for number, line in enumerate(lines):
         side, colon, value = line.partition(":")
-        if colon and side.strip() in ("eager", "compiled") and side.strip() not in said:
+        if not colon or side.strip() not in ("eager", "compiled"):
+            continue
+        following = lines[number + 1] if number + 1 < len(lines) else ""
+        if following.startswith(" "):  # a value printed over several lines
+            return ""
+        if side.strip() not in said:
             # "eager:    a0.grad: None" -> "None"; "eager:    tensor(...)" -> "tensor(...)"
             value = value.strip()
             said[side.strip()] = value.rpartition(": ")[2] if ": " in value else value
@@ -593,8 +608,9 @@ def build_report(
     component = COMPONENTS.get(first_name, "torch.compile")
     title = _title(result, bug, component)
     calls = result.plan.calls if result.plan else 1
+    crash = result.difference is None or result.difference.kind is Kind.CRASH
     lead = f"Under {_compiler_words(shown)}, {_symptom(result.difference, calls)}"
-    lead += _values_said(run.output) + "."
+    lead += (_error_said(result.difference) if crash else _values_said(run.output)) + "."
     notes = []
     if "fallback_random = True" in script:
         notes.append(
@@ -609,8 +625,7 @@ def build_report(
         notes.append("With every floating tensor in float64 it still fails: it is not rounding.")
     mechanism = f"What seems to happen: {' '.join(bug.mechanism.split())}\n\n" if bug else ""
     upstream = f"Related on the tracker: {bug.upstream}\n\n" if bug is not None else ""
-    crash = result.difference is None or result.difference.kind is Kind.CRASH
-    observed = _observed(run.output, shift)
+    observed = _observed(run.output, shift, crash)
     logs = f"### Error logs\n\n```\n{observed}\n```\n\n" if crash else ""
     expected = (
         ""

@@ -63,6 +63,7 @@ from pytest_cgraph.registry.hazards import (
     hazards,
     required_hazards,
 )
+from pytest_cgraph.registry.own_backend import face, is_own_backend
 from pytest_cgraph.registry.repro_files import (
     BASE_SIGNATURE,
     ENTRY_LINE,
@@ -127,6 +128,9 @@ class KnownBug:
     #: What a machine needs to show it (:mod:`pytest_cgraph.registry.requirements`):
     #: its own, its bug's and its device's; where one is lacking it is not replayed.
     requires: tuple[str, ...] = ()
+    #: The backend it was recorded with: a backend of one's own files its failures
+    #: by face (:mod:`pytest_cgraph.registry.own_backend`).
+    backend: str | None = None
 
     def claims(self, ops: frozenset[str]) -> bool:
         """Whether a failing program calling ``ops`` may be this bug."""
@@ -401,12 +405,14 @@ def read_entry(path: Path) -> KnownBug | None:
         program = str(table["program"])
         declared = table.get("ops")
         device = table.get("device")
+        backend = table.get("backend")
     else:
         program = _program_in(text)
         if not program:
             raise _malformed(path, "it has no PROGRAM_SOURCE")
         declared = None
-        device = recorded_settings(path).get("device")
+        settings = recorded_settings(path)
+        device, backend = settings.get("device"), settings.get("backend")
     _check_program(path, program)
     bug = _bugs_by_form(path.parent).get(path.name)
     try:
@@ -441,6 +447,7 @@ def read_entry(path: Path) -> KnownBug | None:
         ),
         any_symptom=bug is not None and bug.any_symptom,
         requires=requires,
+        backend=backend if isinstance(backend, str) else None,
     )
 
 
@@ -1236,6 +1243,7 @@ class Registry:
         difference: Difference,
         layer_of: Callable[[], str | None],
         ops: frozenset[str] = frozenset(),
+        backend: str | None = None,
     ) -> KnownBug | None:
         """The entry ``difference`` is an instance of, or ``None`` for a new bug.
 
@@ -1248,6 +1256,10 @@ class Registry:
         ``layer_of`` is called (once) only when the layer decides it. Where no
         entry matches, a bug that claims any difference of its calls
         (:attr:`Bug.any_symptom`) and whose calls the program makes is it.
+        A failure of a backend of one's own (``backend``) that no torch layer
+        shows is an entry's of that backend and face that no torch layer
+        showed either, whatever its calls or exact signature
+        (:mod:`pytest_cgraph.registry.own_backend`).
         """
         candidates = self._entries.get(difference.signature, [])
         if difference.ends_process and difference.message:
@@ -1278,6 +1290,17 @@ class Registry:
             known = next((entry for entry in candidates if entry.layer == layer), None)
             if known is not None:
                 return known
+        if is_own_backend(backend) and not difference.message and not difference.ends_process:
+            wanted = face(difference.signature)
+            own = [
+                entry
+                for entry in self.entries()
+                if entry.backend == backend
+                and entry.layer is None
+                and face(entry.signature) == wanted
+            ]
+            if own and layer_of() is None:
+                return own[0]
         # Last, a bug whose mechanism shows as any difference, if the program makes
         # its calls: no signature, layer or message of its forms asked.
         claiming = [entry for entry in self._any_symptom.values() if entry.claims(ops)]

@@ -105,7 +105,9 @@ class Judge:
                 return None
             return self.registry.match(difference, lambda: None)
         ops = program_ops(case.source)
-        known = self.registry.match(difference, lambda: self.layer(case, difference), ops)
+        known = self.registry.match(
+            difference, lambda: self.layer(case, difference), ops, case.backend
+        )
         # Only where the match asked the layer (some entry claims these calls)
         # and it was untold: otherwise the rung could claim nothing either.
         asked = (case.source, difference.signature)

@@ -591,8 +591,9 @@ def _known_line(group: KnownGroup, per_backend: bool = False) -> str:
     if group.filed.standing is not None:
         programs += f"; {group.filed.standing}"
     if group.filed.bug is None:
-        (signature,) = group.signatures
-        return f"  {severity}: {signature} ({programs}): {group.where}"
+        # A file of a backend of one's own claims every signature of its face.
+        signatures = ", ".join(sorted(group.signatures))
+        return f"  {severity}: {signatures} ({programs}): {group.where}"
     count = len(group.signatures)
     return (
         f"  {severity}: {group.filed.bug}: {group.filed.title} ({count} signature(s), "

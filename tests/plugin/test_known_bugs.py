@@ -202,6 +202,7 @@ def test_a_second_run_knows_every_bug_the_first_wrote_met_through_other_ops(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from pytest_cgraph.registry.entries import Registry, read_entry
+    from pytest_cgraph.registry.own_backend import face
 
     monkeypatch.setenv("PYTHONPATH", str(TESTS))
     first, report = campaign(pytester, *TWO_FAULTS)
@@ -220,6 +221,10 @@ def test_a_second_run_knows_every_bug_the_first_wrote_met_through_other_ops(
         for earlier in written.entries():
             if earlier.signature == entry.signature and order(earlier.path) < order(entry.path):
                 assert not earlier.claims(entry.ops), (earlier.path.name, entry.path.name)
+    # What no torch layer shows is the backend's own: one file per face (inputs,
+    # outputs, gradients), not one per signature and op family.
+    own = [face(entry.signature) for entry in written.entries() if entry.layer is None]
+    assert own and len(own) == len(set(own)), own
 
     _, report = campaign(pytester, *TWO_FAULTS)
     known = {entry["signature"] for entry in report["known"]}
@@ -233,6 +238,7 @@ def test_a_second_run_knows_every_bug_the_first_wrote_met_through_other_ops(
             continue
         new = read_entry(pytester.path / failure["repro"])
         assert new is not None
+        assert new.layer is not None, "the backend's own faults were all filed by the first run"
         for entry in written.entries():
             if (entry.signature, entry.layer) == (new.signature, new.layer):
                 assert not entry.claims(new.ops), (entry.path.name, failure["repro"])

@@ -149,6 +149,8 @@ def test_a_report_is_written_with_its_script_ablation_and_trace_from_a_baseline_
     assert '| compiled with `backend="eager"` | **fails** |' in report
     assert 'File "repro.py"' in report and "cgraph-plain-" not in report
     assert list((tmp_path / name / "trace").glob("*.log")), "a TORCH_TRACE log"
+    # tlparse comes with the test extra, as with the issue extra.
+    assert (tmp_path / name / "tlparse" / "index.html").is_file()
     import torch
 
     lines = len(script.splitlines())
