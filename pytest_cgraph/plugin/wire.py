@@ -33,7 +33,9 @@ from pytest_cgraph.reporting.stats import RunStats
 #: and run statistics (``RunStats``) count programs by their ``iterations``.
 #: 3: a known bug seen again (``KnownAs``) carries its ``standing``: outside
 #: torch.compile's contract, or fixed on a newer torch.
-SCHEMA = 3
+#: 4: a registry entry carries the ``backend`` it was recorded with: a backend of
+#: one's own files its failures by face.
+SCHEMA = 4
 
 #: Where each message rides: a key of a report's ``__dict__`` or of a worker's output.
 #: An item's call report: its final :class:`ItemMessage`.

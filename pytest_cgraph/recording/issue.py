@@ -75,6 +75,14 @@ class Setting:
     layer: str
     #: What it governs, for the reader of the table.
     governs: str
+    #: What a script must contain for the setting to bear on it (a regular
+    #: expression; ``None``: any script): a random stream is no question for a
+    #: program that draws nothing, and a row that cannot change is noise.
+    when: str | None = None
+
+    def bears_on(self, script: str) -> bool:
+        """Whether running ``script`` with this setting could change what it does."""
+        return self.when is None or re.search(self.when, script) is not None
 
     @property
     def lines(self) -> list[str]:
@@ -104,18 +112,21 @@ SETTINGS: tuple[Setting, ...] = (
         False,
         "eager",
         "hooks added after compiling are not guarded",
+        r"hook",
     ),
     Setting(
         "torch._dynamo.config.capture_scalar_outputs",
         True,
         "eager",
         "`.item()` and host scalars traced into the graph",
+        r"\.item\(\)|\.tolist\(\)",
     ),
     Setting(
         "torch._dynamo.config.automatic_dynamic_shapes",
         False,
         "eager",
         "a recompile for a new shape makes it dynamic",
+        r"\bfor \w+ in range",
     ),
     Setting(
         "torch._functorch.config.view_replay_for_aliased_outputs",
@@ -128,12 +139,14 @@ SETTINGS: tuple[Setting, ...] = (
         False,
         "aot_eager",
         "saved tensors the backward frees early",
+        r"backward|\.grad\b",
     ),
     Setting(
         "torch._inductor.config.fallback_random",
         True,
         "inductor",
         "random ops drawn by eager's kernels",
+        r"rand|dropout|bernoulli|normal|multinomial",
     ),
     Setting(
         "torch._inductor.config.pattern_matcher",
@@ -213,6 +226,8 @@ class Row:
     fails: bool
     result: str
     returncode: int = 0
+    #: What a backend row adds to the one below it (``Dynamo``, ``AOTAutograd``, ...).
+    layer: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -259,9 +274,13 @@ class Ablation:
         rows = ["| change to the script | result |", "|---|---|"]
         for row in self.backends:
             rows.append(f"| compiled with {row.change} | {row.result} |")
-        on = f" (with {self.settings_on})" if self.settings_on else ""
-        for row in self.settings:
-            rows.append(f"| `{row.change}`{on} | {row.result} |")
+        on = f" (on {self.settings_on})" if self.settings_on else ""
+        # Settings of one result share a row: the one that removes it stands out.
+        for result in dict.fromkeys(row.result for row in self.settings):
+            changes = [row.change for row in self.settings if row.result == result]
+            named = "; ".join(f"`{change}`" for change in changes)
+            each = "each of " if len(changes) > 1 else ""
+            rows.append(f"| {each}{named}{on} | {result} |")
         for row in self.versions:
             rows.append(f"| {row.change} | {row.result} |")
         return "\n".join(rows) + "\n"
@@ -269,8 +288,13 @@ class Ablation:
     def summary(self) -> str:
         """The table in one sentence: layer, setting, regression window."""
         parts = []
-        if self.first_layer:
-            parts.append(f"it first shows when compiled with {self.first_layer}")
+        first = next((row for row in self.backends if row.fails), None)
+        if first is not None:
+            below = [row.change for row in self.backends[: self.backends.index(first)]]
+            words = f"it first shows with {first.change} ({first.layer})"
+            if below:
+                words += f", while {', '.join(below)} {'passes' if len(below) == 1 else 'pass'}"
+            parts.append(words)
         elif self.backends:
             parts.append("no backend of the table shows it")
         if self.settings:
@@ -332,13 +356,14 @@ def ablate(
     finding = result.finding
     ablation = Ablation()
     backends = [name for name, _ in BACKENDS]
-    if finding.backend not in backends:
+    if finding.backend not in (*backends, "inductor"):  # inductor: the defaults' row
         backends.append(finding.backend)
     scripts = {name: render_for(result, name) for name in backends}
     runs = _run_all([(scripts[name], None) for name in backends], limit)
     for name, run in zip(backends, runs, strict=True):
         fails, words = _result(result, run)
-        ablation.backends.append(Row(_compiler_words(name), fails, words))
+        layer = dict(BACKENDS).get(name) or COMPONENTS.get(name, "the backend under test")
+        ablation.backends.append(Row(_compiler_words(name), fails, words, run.returncode, layer))
     failing = [name for name, row in zip(backends, ablation.backends, strict=True) if row.fails]
     # The settings run on the lowest layer that fails: it is the cheapest, and a
     # setting read later than where the bug starts cannot be what removes it.
@@ -352,6 +377,7 @@ def ablate(
             for setting in SETTINGS
             if _SETTING_RANK[setting.layer] <= max(rank, 0)
             and setting.assignment not in base
+            and setting.bears_on(base)
             and (setting.layer != "reduce-overhead" or not finding.device.startswith("cpu"))
         ]
         texts = [_with_lines(base, setting.lines) for setting in tried]

@@ -207,6 +207,7 @@ class KnownBug:
             "kin_signature": self.kin_signature,
             "any_symptom": self.any_symptom,
             "requires": list(self.requires),
+            "backend": self.backend,
         }
 
     @classmethod
@@ -224,6 +225,7 @@ class KnownBug:
             data.get("kin_signature"),
             bool(data.get("any_symptom", False)),
             tuple(data.get("requires", ())),
+            data.get("backend"),
         )
 
 

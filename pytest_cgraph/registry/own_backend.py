@@ -22,18 +22,24 @@ the backend's, not the calls the program happens to make.
 
 from __future__ import annotations
 
-from pytest_cgraph.checking.backends import BUILTIN_BACKENDS, INDUCTOR_MODES
-
-#: The backends torch ships, and ``torch.compile``'s defaults: never one's own.
-TORCH_BACKENDS = frozenset({*BUILTIN_BACKENDS, *INDUCTOR_MODES, "default"})
+import functools
 
 #: The prefix of a found key filed by face (no signature starts with it).
 OWN = "own-backend:"
 
 
+@functools.cache
+def torch_backends() -> frozenset[str]:
+    """The backends torch ships, and ``torch.compile``'s defaults: never one's own.
+    (Read on first use: the registry loads at every pytest start.)"""
+    from pytest_cgraph.checking.backends import BUILTIN_BACKENDS, INDUCTOR_MODES
+
+    return frozenset({*BUILTIN_BACKENDS, *INDUCTOR_MODES, "default"})
+
+
 def is_own_backend(backend: str | None) -> bool:
     """Whether ``backend`` is not one of torch's (a compiler engineer's, a test double)."""
-    return bool(backend) and backend not in TORCH_BACKENDS
+    return bool(backend) and backend not in torch_backends()
 
 
 def face(signature: str) -> str:

@@ -38,6 +38,7 @@ STARTUP_MODULES = (
     "pytest_cgraph.registry",
     "pytest_cgraph.registry.entries",
     "pytest_cgraph.registry.hazards",
+    "pytest_cgraph.registry.own_backend",
     "pytest_cgraph.registry.repro_files",
     "pytest_cgraph.registry.requirements",
     "pytest_cgraph.registry.severity",

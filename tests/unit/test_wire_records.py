@@ -390,7 +390,7 @@ def _annotation(field: dataclasses.Field[Any]) -> str:
 #: The ``SCHEMA`` (``pytest_cgraph/plugin/wire.py``) the fields below belong to. A
 #: field that keeps its name and annotation but changes meaning is not seen here:
 #: bump the schema for it by hand.
-RECORDED_SCHEMA = 3
+RECORDED_SCHEMA = 4
 #: The fields of every record that crosses processes, and of what they hold, as of
 #: ``RECORDED_SCHEMA``.
 RECORDED_FIELDS: dict[str, tuple[str, ...]] = {
@@ -488,6 +488,7 @@ RECORDED_FIELDS: dict[str, tuple[str, ...]] = {
     ),
     "pytest_cgraph.registry.entries.KnownBug": (
         "any_symptom: bool",
+        "backend: str | None",
         "bug: str | None",
         "by_hazard: bool",
         "essential: tuple[str, ...] | None",
