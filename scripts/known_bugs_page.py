@@ -38,7 +38,7 @@ from pytest_cgraph.registry.entries import (
     read_bugs,
     recorded_settings,
 )
-from pytest_cgraph.registry.severity import ORDER, Severity
+from pytest_cgraph.registry.severity import ORDER, Severity, severity_of_entry
 from pytest_cgraph.registry.standing import fixed_in, version_order
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "known-bugs.md"
@@ -214,7 +214,7 @@ def example(entry: PageBug, pythons: dict[tuple[int, ...], str]) -> str:
     order += [held for held in runnable if held not in order]
     for directory, bug, release in order:
         python = pythons.get(release) if release != here else None
-        for form in _shortest_first(directory, bug.forms)[:FORMS_TRIED]:
+        for form in _best_first(directory, bug)[:FORMS_TRIED]:
             path = directory / form
             if _device(path).startswith("cuda"):
                 tried.append(f"{form}: recorded on CUDA, not run here")
@@ -240,15 +240,37 @@ def example(entry: PageBug, pythons: dict[tuple[int, ...], str]) -> str:
     )
 
 
-def _shortest_first(directory: Path, forms: tuple[str, ...]) -> list[str]:
-    """A bug's forms, the shortest program first: its plain script is likely the
-    shortest too, and a reader files the shortest."""
+def _best_first(directory: Path, bug: Bug) -> list[str]:
+    """A bug's forms, those that show its own severity first (a silent bug is shown by
+    a silent script, not by its crash form), the shortest program first among them:
+    its plain script is likely the shortest too, and a reader files the shortest."""
 
-    def length(form: str) -> int:
+    def rank(form: str) -> tuple[bool, int]:
         program = str(recorded_settings(directory / form).get("program", ""))
-        return len([line for line in program.splitlines() if line.strip()])
+        return not _shows_severity(directory / form, bug), len(
+            [line for line in program.splitlines() if line.strip()]
+        )
 
-    return sorted(forms, key=length)
+    return sorted(bug.forms, key=rank)
+
+
+def _shows_severity(path: Path, bug: Bug) -> bool:
+    """Whether the form at ``path`` shows ``bug``'s own severity."""
+    return path.is_file() and severity_of_entry(path.read_text()) is bug.severity
+
+
+def _example_shows_severity(example_text: str, entry: PageBug) -> bool:
+    """Whether a page's example is made from a form of its bug's severity, or no form
+    of the bug has that severity (then the example cannot do better)."""
+    made_from = re.search(r"from `(torch-[^/`]+)/([^`]+)`", example_text)
+    if made_from is None:
+        return True
+    for directory, bug in entry.held:
+        if directory.name == made_from.group(1):
+            if _shows_severity(directory / made_from.group(2), bug):
+                return True
+            return not any(_shows_severity(directory / form, bug) for form in bug.forms)
+    return True
 
 
 def _torch_release() -> tuple[int, ...]:
@@ -282,7 +304,10 @@ def _entry(
     parts.append(f"{forms}\n\n" + " ".join(bug.mechanism.split()) + "\n\n")
     if with_examples:
         kept = (reused or {}).get(bug.id)
-        parts.append(kept[1] if kept is not None and kept[0] == forms else example(entry, pythons))
+        if kept is not None and kept[0] == forms and _example_shows_severity(kept[1], entry):
+            parts.append(kept[1])
+        else:
+            parts.append(example(entry, pythons))
     return "".join(parts)
 
 

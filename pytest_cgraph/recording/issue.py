@@ -474,6 +474,28 @@ def _title(result: PlainResult, bug: Any, component: str) -> str:
     return textwrap.shorten(text.replace("`", ""), TITLE_LIMIT, placeholder="...")
 
 
+#: A bugs file's "none found (DATE; searched: TERMS) ..." upstream note.
+_NONE_FOUND = re.compile(
+    r"none found \((?:searched )?(?P<date>\d{4}-\d\d-\d\d)(?P<inner>[^)]*)\)(?P<rest>.*)"
+)
+
+
+def _upstream_words(upstream: str) -> str:
+    """A bug's upstream lead as a maintainer reads it: the issues it relates to, or
+    that none was found, when and for what (to spare the next search)."""
+    found = _NONE_FOUND.match(upstream.strip())
+    if found is None:
+        return f"Related issues: {upstream}"
+    inner = found["inner"].strip(" ;,")
+    searched = inner.removeprefix("searched:").strip() if inner.startswith("searched") else ""
+    words = f"No existing issue found (searched on {found['date']}"
+    words += f" for: {searched})" if searched else ")"
+    rest = "; ".join(
+        part for part in ("" if searched else inner, found["rest"].strip(" ;,")) if part
+    )
+    return words + (f"; {rest}." if rest else ".")
+
+
 def _found_words(bug: Any) -> str:
     found = getattr(bug, "found", None)
     if found is None:
@@ -650,7 +672,7 @@ def build_report(
     if any(row.change == FLOAT64 and row.fails for row in ablation.settings):
         notes.append("With every floating tensor in float64 it still fails: it is not rounding.")
     mechanism = f"What seems to happen: {' '.join(bug.mechanism.split())}\n\n" if bug else ""
-    upstream = f"Related on the tracker: {bug.upstream}\n\n" if bug is not None else ""
+    upstream = f"{_upstream_words(str(bug.upstream))}\n\n" if bug is not None else ""
     observed = _observed(run.output, shift, crash)
     logs = f"### Error logs\n\n```\n{observed}\n```\n\n" if crash else ""
     expected = (

@@ -179,3 +179,19 @@ def test_a_wrong_argument_gets_one_line_and_exit_2(arguments: list[str], said: s
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert said in lines[-1] and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("upstream", "said"),
+    [
+        (
+            "none found (2026-12-07; searched: grad = None dropped); nearest pytorch/pytorch#1",
+            "No existing issue found (searched on 2026-12-07 for: grad = None dropped); "
+            "nearest pytorch/pytorch#1.",
+        ),
+        ("none found (searched 2026-11-27)", "No existing issue found (searched on 2026-11-27)."),
+        ("pytorch/pytorch#94773", "Related issues: pytorch/pytorch#94773"),
+    ],
+)
+def test_the_upstream_lead_reads_as_a_maintainer_would_write_it(upstream: str, said: str) -> None:
+    assert issue._upstream_words(upstream) == said
