@@ -61,6 +61,7 @@ _PREFIX = {
 _ROLES_BY_FAMILY = {
     "scalars": ("argument", "scalar", "number", "parameter"),
     "autograd": ("argument", "parameter", "buffer", "module"),
+    "training": ("argument", "parameter", "buffer", "module"),
     "schedules": ("argument", "parameter", "scalar", "buffer", "module", "holder"),
     "rng": ("argument", "parameter", "random", "scalar", "number", "buffer", "module"),
     **{
@@ -114,6 +115,7 @@ _OPTIMIZER = st.sampled_from(OPTIMIZERS)
 _MODULE_HOOK = st.sampled_from(MODULE_HOOKS)
 _LAYOUT = st.sampled_from(LAYOUTS)
 _SCHEDULE = st.sampled_from(SCHEDULES)
+_TRAINING_SCHEDULE = st.sampled_from(("persistent", "optimizer", "param_update"))
 
 
 def programs(
@@ -129,7 +131,9 @@ def programs(
 
     Args:
         families: any of ``mutation``, ``views``, ``transfer``, ``autograd``,
-            ``rng``, ``scalars``, ``schedules`` and ``mixed`` (all together).
+            ``rng``, ``scalars``, ``schedules``, ``training`` (a training step's
+            backward and parameter updates) and ``mixed`` (all together, less
+            the training family's own updates).
         min_statements, max_statements: bounds on the statements kept.
         max_inputs: bounds the program's arguments (at least one tensor).
         iters: iterations the program is run for (4+ replay CUDA graphs twice).
@@ -208,7 +212,7 @@ def _programs(
     schedule = _draw_schedule(draw, family)
     # Compiled autograd is an option of the run, drawn where backward is, and
     # drawn early: a draw after the statements would hamper their deletion.
-    compiled_autograd = family in ("autograd", "mixed") and draw(_ONE_IN_FOUR) == 3
+    compiled_autograd = family in ("autograd", "training", "mixed") and draw(_ONE_IN_FOUR) == 3
     # A memory budget for the partitioner, one time in eight where a backward
     # recomputes (random ops, autograd). Drawn early, like compiled autograd;
     # not in mixed, whose programs it kept from shrinking to one statement.
@@ -259,6 +263,8 @@ def _programs(
             opening = _module_calls(variables, env)
             basic, own = ops_for(family, device)
             opening += _holder_steps(draw, own, variables, env)
+            if family == "training":
+                opening += _loss_backward(variables, env)
             # mixed mixes every hazard class evenly (a class first, then an op).
             strata = hazard_strata(own) if family == "mixed" else ()
             statements = opening + _draw_statements(
@@ -326,6 +332,10 @@ def _draw_schedule(draw: Any, family: str) -> str:
         return schedule
     if family == "scalars":
         return "fresh"  # host scalars that change every call
+    if family == "training":
+        # Parameters kept across calls, as a loop keeps them; or the step's
+        # optimizer, or a hand-written update, run between the compiled calls.
+        return str(draw(_TRAINING_SCHEDULE))
     return "persistent"
 
 
@@ -339,7 +349,7 @@ def _input_specs(
     draw: Any, family: str, max_inputs: int, schedule: str, backward: bool = False
 ) -> tuple[InputSpec, ...]:
     roles = _ROLES_BY_FAMILY.get(family, ROLES)
-    grads_as = "autograd" if backward else family
+    grads_as = "autograd" if backward or family == "training" else family
     specs: list[InputSpec] = [draw(_tensor_spec(family, "argument", 0, (), schedule, grads_as))]
     while len(specs) < max_inputs and draw(_COIN):
         role = draw(st.sampled_from(roles))
@@ -447,6 +457,24 @@ def _holder_steps(
         return []
     variables.append(Var(name, env[name], "intermediate"))
     return [Statement(step.name, tuple(built[0]), (name,), frozenset({step.name}))]
+
+
+def _loss_backward(variables: list[Var], env: dict[str, Any]) -> list[Statement]:
+    """A training step's first backward, of a loss over every input that requires
+    grad, so that the step's updates find gradients to apply (a loop's
+    ``loss.backward()`` comes before its ``optimizer.step()``)."""
+    leaves = [
+        v.name
+        for v in variables
+        if v.tensor is not None and v.tensor.requires_grad and v.tensor.is_floating_point()
+    ]
+    if not leaves:
+        return []
+    loss = " + ".join(f"{name}.pow(2).sum()" for name in leaves)
+    lines = [f"({loss}).backward()" if len(leaves) > 1 else f"{loss}.backward()"]
+    if not _runs_cleanly(lines, env):
+        return []
+    return [Statement("backward", tuple(lines), (), frozenset({"backward", "loss_backward"}))]
 
 
 def _next_name(variables: list[Var]) -> str:

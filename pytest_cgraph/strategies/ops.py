@@ -1167,6 +1167,68 @@ def _inference_block(ctx: Context) -> tuple[list[str], bool]:
     return ["with torch.inference_mode():", f"    {ctx.new_name} = {ctx.x} * 2"], True
 
 
+def _leaf_holding_grad(var: Var) -> bool:
+    """A leaf that requires grad and holds one: what an optimizer step updates."""
+    tensor = var.tensor
+    return tensor is not None and _is_grad_leaf(tensor) and tensor.grad is not None
+
+
+#: A wide integer: taken modulo a few choices, it spreads draws evenly where
+#: ``sampled_from`` would favour some, and still shrinks to the first.
+_SPREAD = st.integers(0, 2**16 - 1)
+
+
+def _parameter_update(ctx: Context) -> tuple[list[str], bool]:
+    # A hand-written step as training loops write it: the augmented assignment
+    # rebinds the name to the in-place op's result (one Dynamo gives a variable of
+    # its own), the method form does not; then the gradient is cleared as loops do.
+    updates = (
+        "{x} -= 0.1 * {x}.grad",
+        "{x}.sub_(0.1 * {x}.grad)",
+        "{x}.add_({x}.grad, alpha=-0.1)",
+        "{x}.mul_(0.99).sub_({x}.grad, alpha=0.1)",
+    )
+    clears = ("{x}.grad = None", "", "{x}.grad.zero_()")
+    # Spread evenly (a wide integer modulo the choices), shrinking to the first.
+    update = updates[ctx.draw(_SPREAD) % len(updates)]
+    clear = clears[ctx.draw(_SPREAD) % len(clears)]
+    lines = ["with torch.no_grad():", f"    {update.format(x=ctx.x)}"]
+    return lines + ([clear.format(x=ctx.x)] if clear else []), False
+
+
+def _optimizer_step(ctx: Context) -> tuple[list[str], bool]:
+    # torch.optim built inside the step, as a compiled training step may: its step
+    # (foreach or per tensor; momentum or Adam's moments), then its zero_grad.
+    optimizer = ctx.draw(
+        st.sampled_from(
+            [
+                "torch.optim.SGD([{x}], lr=0.1)",
+                "torch.optim.SGD([{x}], lr=0.1, momentum=0.9, foreach=False)",
+                "torch.optim.Adam([{x}], lr=0.1)",
+                "torch.optim.AdamW([{x}], lr=0.1, weight_decay=0.1, foreach=True)",
+            ]
+        )
+    )
+    none = ctx.draw(st.sampled_from(["True", "False"]))
+    return [
+        f"{ctx.new_name} = {optimizer.format(x=ctx.x)}",
+        f"{ctx.new_name}.step()",
+        f"{ctx.new_name}.zero_grad(set_to_none={none})",
+    ], False
+
+
+def _clip_grad(ctx: Context) -> tuple[list[str], bool]:
+    how = ctx.draw(
+        st.sampled_from(
+            [
+                "torch.nn.utils.clip_grad_norm_([{x}], 0.5)",
+                "torch.nn.utils.clip_grad_value_([{x}], 0.1)",
+            ]
+        )
+    )
+    return [how.format(x=ctx.x)], False
+
+
 def _grad_assign(ctx: Context) -> tuple[list[str], bool]:
     how = ctx.draw(
         st.sampled_from(["torch.ones_like({x})", "None", "{x}.detach() * 2", "{x}.detach()"])
@@ -1257,16 +1319,22 @@ def _families(*names: str) -> frozenset[str]:
     return frozenset({*names, "mixed"})
 
 
-ALL = _families("mutation", "views", "transfer", "autograd", "rng", "scalars", "schedules")
+ALL = _families(
+    "mutation", "views", "transfer", "autograd", "rng", "scalars", "schedules", "training"
+)
 # Families that vary inputs across calls mutate too: the combination breaks
 # compilers far more often than either hazard alone.
 MUTATION = _families("mutation", "schedules")
 VIEWS = _families("views", "mutation")
 TRANSFER = _families("transfer")
 AUTOGRAD = _families("autograd")
+#: What a training step does to its parameters: a backward, an optimizer's or a
+#: hand-written update, clearing or clipping gradients. Not in ``mixed``, whose
+#: draws the suite's seeds fix.
+TRAINING = frozenset({"training"})
 RNG = _families("rng")
 SCALARS = _families("scalars", "mutation")
-GRAPHS = _families("mutation", "views", "autograd", "schedules", "rng")
+GRAPHS = _families("mutation", "views", "autograd", "schedules", "rng", "training")
 INDEXING = _families("mutation", "views", "schedules")
 FACTORIES = _families("views", "autograd", "scalars", "schedules")
 
@@ -1293,7 +1361,13 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("scatter_", "inplace", MUTATION, _writable(_floating_rank(1)), _scatter),
     OpSpec("out=", "inplace", MUTATION, _writable(_floating), _out_variant),
     OpSpec("setitem", "inplace", MUTATION, _writable(_floating_rank(1)), _setitem),
-    OpSpec("no_grad_update", "inplace", MUTATION | AUTOGRAD, _leaf_with_grad, _no_grad_update),
+    OpSpec(
+        "no_grad_update",
+        "inplace",
+        MUTATION | AUTOGRAD | TRAINING,
+        _leaf_with_grad,
+        _no_grad_update,
+    ),
     OpSpec("resize_", "metadata", MUTATION, _writable(_tensor), _resize),
     OpSpec("t_", "metadata", MUTATION, _writable(_matrix_or_less), _statement("{x}.t_()")),
     OpSpec("transpose_", "metadata", MUTATION, _writable(_rank_at_least(1)), _transpose_),
@@ -1315,7 +1389,7 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("as_strided", "view", VIEWS, _tensor, _as_strided),
     OpSpec("to", "transfer", TRANSFER, _tensor, _to_device),
     OpSpec("to_dtype", "transfer", TRANSFER, _floating, _to_dtype),
-    OpSpec("backward", "autograd", AUTOGRAD, _needs_grad, _backward),
+    OpSpec("backward", "autograd", AUTOGRAD | TRAINING, _needs_grad, _backward),
     OpSpec("autograd.grad", "autograd", AUTOGRAD, _needs_grad, _autograd_grad),
     OpSpec("detach", "autograd", AUTOGRAD, _tensor, _detach),
     OpSpec("no_grad", "autograd", AUTOGRAD, _floating, _no_grad_block),
@@ -1323,8 +1397,8 @@ OPS: tuple[OpSpec, ...] = (
     # eager torch 2.13 segfaults registering one on a view of a leaf whose
     # base was written in place (pytorch/pytorch#196459).
     OpSpec("register_hook", "autograd", AUTOGRAD, _needs_grad, _hook),
-    OpSpec("read_grad", "autograd", AUTOGRAD, _leaf_with_grad, _read_grad),
-    OpSpec("zero_grad", "autograd", AUTOGRAD, _leaf_with_grad, _zero_grad),
+    OpSpec("read_grad", "autograd", AUTOGRAD | TRAINING, _leaf_with_grad, _read_grad),
+    OpSpec("zero_grad", "autograd", AUTOGRAD | TRAINING, _leaf_with_grad, _zero_grad),
     # Eager warns that an intermediate's .grad is not populated, and reads
     # None: the read is what is tested, so that warning is tolerated.
     OpSpec(
@@ -1383,7 +1457,7 @@ OPS: tuple[OpSpec, ...] = (
         _statement("{x}.requires_grad_()"),
     ),
     # A module argument called: its buffer written in forward, its parameter used.
-    OpSpec("module_call", "outplace", AUTOGRAD | MUTATION, _floating, _module_call),
+    OpSpec("module_call", "outplace", AUTOGRAD | MUTATION | TRAINING, _floating, _module_call),
     # torch.library custom ops: one mutating its argument, one with a fake kernel.
     OpSpec("custom_op", "inplace", MUTATION | VIEWS, _floating, _custom_op),
     # Real views of complex memory and back (.real, .imag, view_as_real/complex):
@@ -1393,9 +1467,15 @@ OPS: tuple[OpSpec, ...] = (
     # out of place over entries that may alias.
     OpSpec("foreach", "inplace", MUTATION | VIEWS, _writable(_floating), _foreach),
     # Activation checkpointing: backward recomputes a body (random, in place).
-    OpSpec("checkpoint", "autograd", AUTOGRAD | RNG, _floating, _checkpoint),
+    OpSpec("checkpoint", "autograd", AUTOGRAD | RNG | TRAINING, _floating, _checkpoint),
     # Autocast to bfloat16 around a product, with writes inside the region.
-    OpSpec("autocast", "transfer", TRANSFER | AUTOGRAD | MUTATION, _floating_rank(1), _autocast),
+    OpSpec(
+        "autocast",
+        "transfer",
+        TRANSFER | AUTOGRAD | MUTATION | TRAINING,
+        _floating_rank(1),
+        _autocast,
+    ),
     # A non-leaf keeps its grad (retain_grad), read after a backward.
     OpSpec("retain_grad", "autograd", AUTOGRAD, _nonleaf_with_grad, _retain_grad),
     # Copies that keep or change the layout (channels_last, preserve_format).
@@ -1403,7 +1483,13 @@ OPS: tuple[OpSpec, ...] = (
     # Results whose size depends on values: nonzero, masked_select, tolist.
     OpSpec("data_dependent", "outplace", VIEWS | SCALARS, _rank_at_least(1), _data_dependent),
     # A hook that writes the grad or the leaf itself once its grad is accumulated.
-    OpSpec("post_accumulate_hook", "autograd", AUTOGRAD, _leaf_with_grad, _post_accumulate_hook),
+    OpSpec(
+        "post_accumulate_hook",
+        "autograd",
+        AUTOGRAD | TRAINING,
+        _leaf_with_grad,
+        _post_accumulate_hook,
+    ),
     # torch.func transforms: vmap (in place too) and grad.
     OpSpec("functorch", "outplace", VIEWS | AUTOGRAD | MUTATION, _floating_rank(1), _functorch),
     # Inference tensors made inside the program, used after the block.
@@ -1412,7 +1498,7 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("grad_mode_switch", "autograd", AUTOGRAD | MUTATION, _floating, _grad_mode_switch),
     # .grad assigned to a leaf (requiring grad or not): a fresh tensor, None,
     # or the leaf's own memory.
-    OpSpec("grad_assign", "autograd", AUTOGRAD, _floating_leaf, _grad_assign),
+    OpSpec("grad_assign", "autograd", AUTOGRAD | TRAINING, _floating_leaf, _grad_assign),
     # More in-place index and blend ops (duplicate indices accumulate).
     OpSpec("inplace_more", "inplace", MUTATION, _writable(_floating_rank(1)), _inplace_more),
     # Overlapping windows: a view whose elements share memory.
@@ -1453,6 +1539,11 @@ OPS: tuple[OpSpec, ...] = (
         _tensor,
         _steps_one_of(_LOCAL_CLASS_STEPS),
     ),
+    # A training step's updates (training only): a hand-written one, torch.optim's
+    # step and zero_grad, gradient clipping.
+    OpSpec("parameter_update", "inplace", TRAINING, _leaf_holding_grad, _parameter_update),
+    OpSpec("optimizer_step", "inplace", TRAINING, _leaf_holding_grad, _optimizer_step),
+    OpSpec("clip_grad", "inplace", TRAINING, _leaf_holding_grad, _clip_grad),
 )
 
 
