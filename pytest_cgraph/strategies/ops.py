@@ -1189,9 +1189,11 @@ def _parameter_update(ctx: Context) -> tuple[list[str], bool]:
         "{x}.mul_(0.99).sub_({x}.grad, alpha=0.1)",
     )
     clears = ("{x}.grad = None", "", "{x}.grad.zero_()")
-    # Spread evenly (a wide integer modulo the choices), shrinking to the first.
-    update = updates[ctx.draw(_SPREAD) % len(updates)]
-    clear = clears[ctx.draw(_SPREAD) % len(clears)]
+    # One draw for the pair, spread evenly (a wide integer modulo the choices):
+    # two draws of one kind come out alike too often to meet every pair.
+    update, clear = [(u, c) for u in updates for c in clears][
+        ctx.draw(_SPREAD) % (len(updates) * len(clears))
+    ]
     lines = ["with torch.no_grad():", f"    {update.format(x=ctx.x)}"]
     return lines + ([clear.format(x=ctx.x)] if clear else []), False
 
