@@ -28,12 +28,14 @@ def test_a_training_step_updates_its_parameters_as_loops_do() -> None:
     # The hand-written SGD step that rebinds its parameter and then drops its grad.
     assert any(" -= 0.1 * " in s and ".grad = None" in s for s in sources)
     assert any("torch.optim." in s and ".zero_grad(set_to_none=" in s for s in sources)
-    # Every step opens with the loss's backward, so the updates have gradients.
-    assert all(
-        program.statements[0].op == "backward"
-        for program in drawn
-        if any(s.op in TRAINING_ONLY for s in program.statements)
-    )
+    # The updates find gradients: a backward comes first (the opening loss's, or
+    # one drawn later where the opening could not run).
+    for program in drawn:
+        ops_in_order = [statement.op for statement in program.statements]
+        updates = [i for i, op in enumerate(ops_in_order) if op in TRAINING_ONLY]
+        if updates:
+            assert "backward" in ops_in_order[: updates[0]], program.render()
+    assert sum(p.statements[0].op == "backward" for p in drawn) >= len(drawn) // 2
 
 
 def test_the_training_ops_are_drawn_by_no_other_family() -> None:
