@@ -387,7 +387,7 @@ def ablate(
             changes.append(FLOAT64)
         for change, run in zip(changes, _run_all([(t, None) for t in texts], limit), strict=True):
             fails, words = _result(result, run)
-            ablation.settings.append(Row(change, fails, words))
+            ablation.settings.append(Row(change, fails, words, run.returncode))
         ablation.settings_on = _compiler_words(lowest)
     if pythons:
         script = scripts[shown]
@@ -450,8 +450,9 @@ def _symptom(difference: Difference | None, calls: int) -> str:
     if difference.kind is Kind.STALE_OUTPUT:
         return "an output of an earlier call changes when the compiled function runs again"
     if place.role is Role.GRAD:
-        what = "is set where eager's is not (or not where it is)" if facet == "presence" else ""
-        return f"`{place.name}.grad` differs from eager's{when} {what}".rstrip()
+        if facet == "presence":
+            return f"`{place.name}.grad` is None on one side only{when}"
+        return f"`{place.name}.grad` differs from eager's{when}"
     if place.role is Role.ARGUMENT:
         if difference.kind is Kind.METADATA:
             return f"the input `{place.name}` ends with another {facet} than in eager{when}"
@@ -525,7 +526,14 @@ def _observed(output: str, shift: int = 0, crash: bool = False) -> str:
     it rather than by the temporary file it ran as, and its line numbers less the
     ``shift`` lines the report's copy leaves out."""
     printed = [line for line in output.strip().splitlines() if not _LOG.match(line)]
-    kept = printed[-OBSERVED_LINES:] if crash else printed[:OBSERVED_LINES]
+    if crash:
+        # From the traceback's first line: its head (the script's own frames) and its
+        # tail (where torch raises, and the error), not a window from its middle.
+        starts = [i for i, line in enumerate(printed) if line.startswith("Traceback")]
+        printed = printed[starts[-1] :] if starts else printed
+        if len(printed) > OBSERVED_LINES:
+            printed = [*printed[:6], "  ...", *printed[-(OBSERVED_LINES - 7) :]]
+    kept = printed[: OBSERVED_LINES + 1]
     text = "\n".join(kept)
     return re.sub(
         r'File "[^"]*cgraph-plain-[^"]*\.py", line (\d+)',
@@ -583,7 +591,11 @@ def versions() -> str:
     try:
         from torch.utils.collect_env import get_pretty_env_info
 
-        return str(get_pretty_env_info())
+        # Less the CPU's flags and vulnerability list: long, and no compiler bug's.
+        lines = str(get_pretty_env_info()).splitlines()
+        return "\n".join(
+            line for line in lines if not line.startswith(("Vulnerability ", "Flags:"))
+        )
     except Exception as error:  # collect_env shells out; keep the report whole without it
         import platform
 
@@ -719,7 +731,7 @@ def write_report(report: Report, directory: Path, name: str, limit: float = 300.
     beside.mkdir(exist_ok=True)
     (beside / "repro.py").write_text(report.script)
     (beside / "ablation.json").write_text(json.dumps(report.ablation.as_dict(), indent=2) + "\n")
-    trace_log(report.script, beside, limit)
+    trace_log(beside, limit)
     markdown = report.markdown.replace("`trace/`", f"`{name}/trace/`")
     markdown = markdown.replace("`tlparse/index.html`", f"`{name}/tlparse/index.html`")
     target = directory / f"{name}.md"
@@ -729,13 +741,22 @@ def write_report(report: Report, directory: Path, name: str, limit: float = 300.
     return target
 
 
-def trace_log(script: str, directory: Path, limit: float = 300.0) -> bool:
-    """Run ``script`` under ``TORCH_TRACE=directory/trace`` and, where ``tlparse`` is
-    installed, render the log as ``directory/tlparse``; whether the page was made."""
+def trace_log(directory: Path, limit: float = 300.0) -> bool:
+    """Run ``directory/repro.py`` where it lies under ``TORCH_TRACE=directory/trace``
+    (so the log names the file the report attaches, line for line) and, where
+    ``tlparse`` is installed, render the log as ``directory/tlparse``; whether the
+    page was made."""
     trace = directory / "trace"
     shutil.rmtree(trace, ignore_errors=True)
     trace.mkdir(parents=True)
-    run_script(script, limit, env={"TORCH_TRACE": str(trace.resolve())})
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        subprocess.run(
+            [sys.executable, "repro.py"],
+            cwd=directory,
+            capture_output=True,
+            timeout=limit,
+            env={**os.environ, "PYTHONWARNINGS": "ignore", "TORCH_TRACE": str(trace.resolve())},
+        )
     tlparse = shutil.which("tlparse") or str(Path(sys.executable).parent / "tlparse")
     logs = sorted(trace.glob("*.log"), key=lambda log: log.stat().st_mtime)
     if not Path(tlparse).exists() or not logs:

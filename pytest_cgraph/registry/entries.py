@@ -1236,6 +1236,13 @@ class Registry:
             return True
         return len({entry.kin for entry in self._entries.get(difference.signature, [])}) > 1
 
+    def layer_decides(self, difference: Difference) -> bool:
+        """Whether a crash's message is one of autograd's own checks (raised by any
+        mechanism that saves a tensor and writes it, or frees a graph): then the
+        first layer that raises it is part of what names its bug."""
+        message = difference.message or ""
+        return not difference.ends_process and any(check in message for check in AUTOGRAD_CHECKS)
+
     def needs_layer(self, difference: Difference) -> bool:
         """Whether telling this failure known or new takes its first diverging layer."""
         return self.may_know(difference) and not difference.message and not difference.ends_process
@@ -1285,7 +1292,13 @@ class Registry:
                 key=lambda entry: (1, entry.precision(ops)) if entry.bug else (0, 0.0),
                 reverse=True,
             )
-        if candidates and not self.needs_layer(difference):
+        if candidates and self.layer_decides(difference):
+            # autograd's own check names no mechanism, and the calls alone do not
+            # tell one bug from another making them: the layer that first raises
+            # it must be the entry's too.
+            layer = layer_of()
+            candidates = [entry for entry in candidates if entry.layer == layer]
+        elif candidates and not self.needs_layer(difference):
             return candidates[0]
         if candidates:
             layer = layer_of()

@@ -499,8 +499,13 @@ def test_an_autograd_check_one_bug_holds_is_still_narrowed_by_its_calls(tmp_path
     )
     registry = Registry.load([tmp_path])
     assert registry.narrows(leaf) and not registry.narrows(CRASH)
-    assert registry.match(leaf, lambda: None, frozenset({"no_grad", "mul_"})) is not None
-    assert registry.match(leaf, lambda: None, frozenset({"grad", "graph_break"})) is None
+    calls = frozenset({"no_grad", "mul_"})
+    assert registry.match(leaf, lambda: "aot_eager", calls) is not None
+    assert registry.match(leaf, lambda: "aot_eager", frozenset({"grad", "graph_break"})) is None
+    # The check names no mechanism: raised first by another layer, it is another bug
+    # (Inductor's, where the registered one is AOTAutograd's), whatever the calls.
+    assert registry.layer_decides(leaf) and not registry.layer_decides(CRASH)
+    assert registry.match(leaf, lambda: "inductor", calls) is None
 
 
 def test_of_two_bugs_that_claim_a_program_the_closer_claim_wins() -> None:
@@ -637,10 +642,10 @@ def test_an_entry_claims_its_check_met_through_another_node_by_its_bug_s_calls(
     # The entry travels to a worker with it.
     assert KnownBug.from_json(entry.to_json()) == entry
     through_copy = version_error("torch::autograd::CopyBackwards")
-    known = registry.match(through_copy, lambda: None, frozenset({"copy_", "sin"}))
+    known = registry.match(through_copy, lambda: "aot_eager", frozenset({"copy_", "sin"}))
     assert known is not None and known.bug == "saved-then-written"
     # The same check, without the bug's calls: another mechanism.
-    assert registry.match(through_copy, lambda: None, frozenset({"sin", "mul"})) is None
+    assert registry.match(through_copy, lambda: "aot_eager", frozenset({"sin", "mul"})) is None
 
 
 #: An autograd node as its checks name it, told apart here independently of the oracle's own.
