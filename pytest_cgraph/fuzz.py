@@ -395,7 +395,13 @@ def test_schedules(program: Program) -> None:
     check(program, "schedules")
 
 
+@fuzzes("training")
+def test_training(program: Program) -> None:
+    """A training step: a loss's backward, then its parameters updated and grads cleared."""
+    check(program, "training")
+
+
 @fuzzes("mixed")
 def test_mixed(program: Program) -> None:
-    """Every family's ops together."""
+    """Every family's ops together (less the training family's own updates)."""
     check(program, "mixed")

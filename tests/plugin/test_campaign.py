@@ -113,7 +113,7 @@ def test_k_selects_campaign_items(pytester: pytest.Pytester) -> None:
     # torch is not what this test is about (and some seeds meet a torch bug).
     result = campaign(pytester, "--cgraph-examples=2", "--cgraph-seed=7", "-k", "views", "-v")
     result.stdout.fnmatch_lines(["cgraph::views PASSED*"])
-    result.assert_outcomes(passed=1, deselected=7)
+    result.assert_outcomes(passed=1, deselected=8)
 
 
 def test_items_check_with_the_long_lived_heap_frozen_and_hand_it_back(
