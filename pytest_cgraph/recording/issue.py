@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import zipfile
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -106,6 +107,7 @@ SETTINGS: tuple[Setting, ...] = (
         True,
         "eager",
         "Python float arguments traced as tensors rather than constants",
+        r"(?m)^\w*args = \(.*(?<![\w.])-?\d+\.\d+(?![\w.])",
     ),
     Setting(
         "torch._dynamo.config.skip_nnmodule_hook_guards",
@@ -281,8 +283,12 @@ class Ablation:
             named = "; ".join(f"`{change}`" for change in changes)
             each = "each of " if len(changes) > 1 else ""
             rows.append(f"| {each}{named}{on} | {result} |")
-        for row in self.versions:
-            rows.append(f"| {row.change} | {row.result} |")
+        if self.versions and len({row.result for row in self.versions}) == 1:
+            named = ", ".join(row.change.removeprefix("torch ") for row in self.versions)
+            rows.append(f"| torch {named} | {self.versions[0].result} |")
+        else:
+            for row in self.versions:
+                rows.append(f"| {row.change} | {row.result} |")
         return "\n".join(rows) + "\n"
 
     def summary(self) -> str:
@@ -294,6 +300,14 @@ class Ablation:
             words = f"it first shows with {first.change} ({first.layer})"
             if below:
                 words += f", while {', '.join(below)} {'passes' if len(below) == 1 else 'pass'}"
+            above = [
+                row.change
+                for row in self.backends[self.backends.index(first) + 1 :]
+                if not row.fails
+            ]
+            if above:
+                verb = "passes" if len(above) == 1 else "pass"
+                words += f"; yet {', '.join(above)}, higher up the stack, {verb}"
             parts.append(words)
         elif self.backends:
             parts.append("no backend of the table shows it")
@@ -431,8 +445,8 @@ COMPONENTS = {
 TITLE_LIMIT = 100
 #: Where a written report's trace and tlparse page lie (their folder is named then).
 TRACE_LINE = (
-    "A `TORCH_TRACE` log of the failing run is in `trace/`, and its tlparse page is "
-    "`tlparse/index.html`."
+    "A `TORCH_TRACE` log of the failing run and its tlparse page are attached "
+    "(`trace.zip`: `trace/` and `tlparse/index.html`)."
 )
 #: A line of torch's logging (glog layout: level, date, time, thread, file).
 _LOG = re.compile(r"^[DIWEF]\d{4} \d\d:\d\d:\d\d")
@@ -731,9 +745,20 @@ def write_report(report: Report, directory: Path, name: str, limit: float = 300.
     beside.mkdir(exist_ok=True)
     (beside / "repro.py").write_text(report.script)
     (beside / "ablation.json").write_text(json.dumps(report.ablation.as_dict(), indent=2) + "\n")
-    trace_log(beside, limit)
-    markdown = report.markdown.replace("`trace/`", f"`{name}/trace/`")
-    markdown = markdown.replace("`tlparse/index.html`", f"`{name}/tlparse/index.html`")
+    traced = trace_log(beside, limit)
+    markdown = report.markdown
+    if (beside / "trace").is_dir():
+        # One file to attach to the issue: GitHub takes a zip, not a folder.
+        folders = ["trace", "tlparse"] if traced else ["trace"]
+        with zipfile.ZipFile(beside / "trace.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+            for folder in folders:
+                for path in sorted((beside / folder).rglob("*")):
+                    if path.is_file():
+                        archive.write(path, path.relative_to(beside))
+        markdown = markdown.replace("(`trace.zip`:", f"(`{name}-trace.zip`:")
+        (beside / "trace.zip").replace(directory / f"{name}-trace.zip")
+    else:
+        markdown = markdown.replace(TRACE_LINE, "")
     target = directory / f"{name}.md"
     with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, suffix=".tmp") as handle:
         handle.write(markdown)
