@@ -245,3 +245,37 @@ def test_a_second_run_knows_every_bug_the_first_wrote_met_through_other_ops(
         for entry in written.entries():
             if (entry.signature, entry.layer) == (new.signature, new.layer):
                 assert not entry.claims(new.ops), (entry.path.name, failure["repro"])
+
+
+def test_check_known_replays_a_dead_process_again_before_calling_it_changed(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Memory corruption ends a process one way or another (a segfault, or a
+    # MemoryError first): once shown in a few replays, the bug is still there.
+    from types import SimpleNamespace
+
+    from pytest_cgraph.oracle.driver import ReplayVerdict
+    from pytest_cgraph.plugin.known_items import DEAD_PROCESS_TRIES
+    from pytest_cgraph.recording import repro
+    from pytest_cgraph.registry.entries import BASELINE_ROOT
+
+    name = "crash-process-SIGSEGV-in_gen_alias_from_base_torch_functorch_a_225743.toml"
+    registry = pytester.mkdir("known")
+    (registry / name).write_text((BASELINE_ROOT / "torch-2.13" / name).read_text())
+    verdicts = [ReplayVerdict.REPRODUCED_DIFFERENTLY, ReplayVerdict.REPRODUCED]
+    replays: list[Path] = []
+
+    def replay(path: Path) -> SimpleNamespace:
+        replays.append(path)
+        return SimpleNamespace(verdict=verdicts[min(len(replays), len(verdicts)) - 1], line="x")
+
+    monkeypatch.setattr(repro, "replay_verdict", replay)
+    arguments = ("--cgraph-check-known", "--cgraph-no-baseline", f"--cgraph-known={registry}")
+    pytester.runpytest(*arguments).assert_outcomes(passed=1)
+    assert len(replays) == 2
+    # Another way every time: changed, after DEAD_PROCESS_TRIES replays.
+    verdicts[:] = [ReplayVerdict.REPRODUCED_DIFFERENTLY]
+    replays.clear()
+    result = pytester.runpytest(*arguments)
+    result.assert_outcomes(failed=1)
+    assert len(replays) == DEAD_PROCESS_TRIES
