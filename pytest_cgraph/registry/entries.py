@@ -61,6 +61,7 @@ from pytest_cgraph.registry.hazards import (
     ARITHMETIC,
     CONFIG_PREFIX,
     hazards,
+    mechanism_tokens,
     required_hazards,
 )
 from pytest_cgraph.registry.own_backend import face, is_own_backend
@@ -344,6 +345,11 @@ def _essential(items: list[Any]) -> tuple[str, ...]:
                 f"essential call {item!r}: write alternatives as 'a|b+c', no spaces around | or +"
             )
     return essential
+
+
+def _essential_calls(essential: Iterable[str]) -> list[str]:
+    """Every call an essential list names, alternatives and companions alike."""
+    return [call for item in essential for both in item.split("|") for call in both.split("+")]
 
 
 def _flag(raw: dict[str, Any], key: str) -> bool:
@@ -1179,7 +1185,14 @@ class Registry:
         self._kin: dict[str, list[KnownBug]] = {}
         #: One form of each bug that claims any difference of its calls.
         self._any_symptom: dict[str, KnownBug] = {}
+        #: Per bug, what its forms' calls and its essential calls say of its mechanism
+        #: (:func:`mechanism_tokens`): a program making a call of another meaning is
+        #: not met through it (:meth:`explains`).
+        self._mechanism: dict[str, set[str]] = {}
         for entry in entries:
+            if entry.bug is not None:
+                calls = [*entry.ops, *_essential_calls(entry.essential or ())]
+                self._mechanism.setdefault(entry.bug, set()).update(mechanism_tokens(calls))
             self._entries.setdefault(entry.signature, []).append(entry)
             if entry.kin_signature is not None:
                 self._kin.setdefault(entry.kin_signature, []).append(entry)
@@ -1214,6 +1227,25 @@ class Registry:
     def may_know(self, difference: Difference) -> bool:
         """Whether any entry has this base signature (cheap: no layer needed yet)."""
         return difference.signature in self._entries
+
+    def explains(self, entry: KnownBug, ops: frozenset[str]) -> bool:
+        """Whether every call of a failing program that tells a mechanism apart
+        (:func:`mechanism_tokens`: a metadata change, an index write, a hook, a grad
+        mode, a transform, a custom op, a module holding state, a transfer, a random
+        draw, an in-place write) is one ``entry``'s bug is known to make, by its
+        forms or its essential calls.
+
+        A shrunk program keeps only what its failure needs: a call of a meaning
+        no form of the bug ever had is part of another mechanism, met with this
+        bug's calls around it. So ``transpose_(0, 0)`` of a saved input is not
+        the one-node-for-all-outputs bug because both raise autograd's version
+        check after a backward; an entry of no bug (a user's repro file) claims
+        by hazard class, as it always has.
+        """
+        if entry.bug is None or not entry.essential or not ops:
+            # No bug, or one whose forms' signatures name it whichever op reaches it.
+            return True
+        return mechanism_tokens(ops) <= self._mechanism.get(entry.bug, set())
 
     def narrows(self, difference: Difference) -> bool:
         """Whether this failure is an entry's only if its program makes the calls that
@@ -1276,12 +1308,16 @@ class Registry:
             # version's) claims any site of its signal, narrowed by ops below.
             siteless = siteless_signature(difference)
             candidates = candidates + self._entries.get(siteless, [])
+        # A bug's form is this failure's only if the bug is known to make each call
+        # of the program that names a mechanism, whatever the signature says.
+        candidates = [entry for entry in candidates if self.explains(entry, ops)]
         by_kin = not candidates and difference.kin_signature is not None
         if by_kin:
             # autograd's check named another node (the op that made the tensor):
             # an entry of the same check is this failure's only if the program
             # makes its bug's calls.
             candidates = self._kin.get(difference.kin_signature or "", [])
+            candidates = [entry for entry in candidates if self.explains(entry, ops)]
         if by_kin or self.narrows(difference):
             candidates = [entry for entry in candidates if entry.claims(ops)]
             # A filed bug's form goes before an entry of no bug (a user's, or the
@@ -1318,7 +1354,11 @@ class Registry:
                 return own[0]
         # Last, a bug whose mechanism shows as any difference, if the program makes
         # its calls: no signature, layer or message of its forms asked.
-        claiming = [entry for entry in self._any_symptom.values() if entry.claims(ops)]
+        claiming = [
+            entry
+            for entry in self._any_symptom.values()
+            if entry.claims(ops) and self.explains(entry, ops)
+        ]
         return max(claiming, key=lambda entry: entry.precision(ops), default=None)
 
 

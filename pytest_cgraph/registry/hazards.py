@@ -251,3 +251,66 @@ def required_hazards(calls: Iterable[str]) -> frozenset[str]:
     """The hazard classes of ``calls`` a program must also touch to be the same bug:
     :func:`hazards` less :data:`CONTEXT`."""
     return hazards(calls) - CONTEXT
+
+
+#: Writes through an index (where each value lands is the mechanism: a repeated
+#: index, a scatter fused with a read), not interchangeable with a write of a whole
+#: tensor.
+INDEX_WRITES = frozenset(
+    {
+        "[]=",
+        "index_put_",
+        "index_put",
+        "index_add_",
+        "index_copy_",
+        "index_fill_",
+        "index_reduce_",
+        "scatter_",
+        "scatter_add_",
+        "scatter_reduce_",
+        "masked_fill_",
+        "masked_scatter_",
+        "put_",
+    }
+)
+#: The custom ops of the program templates: each a kernel of its own, whose
+#: registration (``mutates_args``, a fake kernel) is what a compiled graph gets wrong.
+CUSTOM_OPS = frozenset({"add_one_", "scaled", "set_to_"})
+#: Autograd calls any program that checks gradients makes: they say how a difference
+#: is seen, not which bug it is.
+INCIDENTAL_AUTOGRAD = frozenset({"backward", ".grad", "detach", "zero_grad"})
+#: Classes whose calls stand in for one another: a random draw is a random draw, a
+#: transfer a transfer, an elementwise write a write.
+INTERCHANGEABLE = frozenset({"rng", "transfer", "inplace"})
+
+
+def mechanism_token(call: str) -> str | None:
+    """What ``call`` says about which bug a minimal program meets, for telling bugs
+    apart (:meth:`pytest_cgraph.registry.entries.Registry.match`): ``None`` for a call
+    any program may make on the way (arithmetic, views, a backward, a read of
+    ``.grad``); its class for a call interchangeable with the others of it (a random
+    draw, a transfer, an elementwise in-place write); the call itself where its own
+    meaning is the mechanism (a metadata change, an index write, a custom op, a hook,
+    a grad mode, a transform, a module holding state, a setting, how inputs are
+    handed over)."""
+    if call in CUSTOM_OPS or call.startswith(CONFIG_PREFIX):
+        return call
+    if call.lower() == "autocast":  # the call and the pseudo-op of a program run under one
+        return "autocast"
+    if call.endswith("()") or (call.isupper() and call.replace("_", "").isalpha()):
+        return call  # a module of the templates (Counter()), or a pseudo-op (ALIASED_INPUTS)
+    if call in INDEX_WRITES:
+        return "index-write"
+    if call in INCIDENTAL_AUTOGRAD:
+        return None
+    hazard = hazard_of(call)
+    if hazard is None or hazard == "view":
+        return None
+    if hazard in INTERCHANGEABLE and not call.startswith("_foreach"):
+        return hazard
+    return call
+
+
+def mechanism_tokens(calls: Iterable[str]) -> frozenset[str]:
+    """:func:`mechanism_token` of each of ``calls`` that has one."""
+    return frozenset(token for token in map(mechanism_token, calls) if token is not None)

@@ -37,6 +37,7 @@ from pytest_cgraph.registry.repro_files import (
 from pytest_cgraph.strategies.templates import TEMPLATES
 
 WRONG = Difference(Kind.VALUE, 2, Place(Role.OUTPUT, index=0))
+WRONG_GRAD = Difference(Kind.GRAD, 2, Place(Role.GRAD, name="a0"))
 CRASH = Difference(
     Kind.CRASH,
     1,
@@ -491,7 +492,8 @@ def test_an_autograd_check_one_bug_holds_is_still_narrowed_by_its_calls(tmp_path
             "message": "a leaf Variable that requires grad is being used in an in-place operation.",
         }
     )
-    repro(tmp_path, "no-grad-write", leaf.signature, "aot_eager", "def program(a0):\n    pass\n")
+    written = "def program(a0):\n    with torch.no_grad():\n        a0.mul_(2)\n"
+    repro(tmp_path, "no-grad-write", leaf.signature, "aot_eager", written)
     bugs_file(
         tmp_path,
         '[[bug]]\nid = "one"\ntitle = "t"\nseverity = "crash"\nmechanism = "m"\n'
@@ -519,8 +521,12 @@ def test_of_two_bugs_that_claim_a_program_the_closer_claim_wins() -> None:
             "value-output", "aot_eager", Path(f"{bug}.toml"), frozenset(ops), bug, essential
         )
 
-    region = form("inference-mode-region", ("inference_mode|enable_grad",), {"inference_mode"})
-    data = form("data-assign-alias", (".data=",), {".data=", "detach"})
+    # Each bug has a form that makes both calls: a program making a call of a meaning
+    # none of a bug's forms has is not met through it (Registry.explains).
+    region = form(
+        "inference-mode-region", ("inference_mode|enable_grad",), {"inference_mode", ".data="}
+    )
+    data = form("data-assign-alias", (".data=",), {".data=", "detach", "inference_mode"})
     anything = form("fake-grad-mode", (), {"sin"})
     ops = frozenset({"inference_mode", ".data=", "clone"})
     for order in ([region, data, anything], [anything, data, region], [data, region]):
@@ -682,14 +688,14 @@ def test_a_bug_of_any_symptom_claims_every_difference_of_a_program_making_its_ca
         'essential = []\nforms = ["other.py"]\n',
     )
     registry = Registry.load([tmp_path])
-    calls, rebinding = [], frozenset({"set_to_", "t_"})
+    calls, rebinding = [], frozenset({"set_to_", "clone"})
     # Another signature, another layer: the bug's calls are enough.
     known = registry.match(version_error("MulBackward0"), asked("cudagraphs", calls), rebinding)
     assert known is not None and known.bug == "rebinds"
     known = registry.match(WRONG, asked("inductor", calls), rebinding)
     assert known is not None and known.bug == "rebinds"
     # Without them, nothing; and a form whose signature matches comes first.
-    assert registry.match(WRONG, asked("inductor", calls), frozenset({"t_"})) is None
+    assert registry.match(WRONG, asked("inductor", calls), frozenset({"clone"})) is None
     known = registry.match(CRASH, asked(None, calls), rebinding)
     assert known is not None and known.bug == "other"
     # The claim travels to a worker with the entry.
@@ -734,3 +740,27 @@ def test_a_range_star_unpacked_into_a_call_is_an_op_of_its_own() -> None:
     assert starred == {"flip", "*range"} and spelled_out == {"flip"}
     tupled = program_ops("def program(a0):\n    return (a0.flip(tuple(range(2))),)\n")
     assert "*range" not in tupled
+
+
+def test_a_bug_claims_no_program_making_a_call_of_a_meaning_its_forms_never_make() -> None:
+    """Leave-one-bug-out on the 2.14 baseline named a no-op ``transpose_`` of a saved
+    input as the one-node-for-all-outputs bug: both raise autograd's version check,
+    and that bug's essential calls are broad. A shrunk program keeps only what its
+    failure needs, so a metadata change, a grad mode, a custom op or a module no form
+    of the bug makes is another mechanism; a call of the same meaning is not."""
+    one_node = KnownBug(
+        "grad-grad",
+        "aot_eager",
+        Path("one-node.toml"),
+        frozenset({"backward", "add_"}),
+        "one-node",
+        ("backward|grad",),
+    )
+    registry = Registry([one_node])
+    assert registry.match(WRONG_GRAD, lambda: "aot_eager", frozenset({"backward", "mul_"}))
+    for other in ("transpose_", "no_grad", "add_one_", "Counter()", "to", "rand_like"):
+        calls = frozenset({"backward", "add_", other})
+        assert registry.match(WRONG_GRAD, lambda: "aot_eager", calls) is None, other
+    # Arithmetic, views and reads of .grad say nothing of the mechanism.
+    calls = frozenset({"backward", "add_", "mul", "t", "[i]", ".grad"})
+    assert registry.match(WRONG_GRAD, lambda: "aot_eager", calls) is one_node
