@@ -151,6 +151,12 @@ SETTINGS: tuple[Setting, ...] = (
         r"rand|dropout|bernoulli|normal|multinomial",
     ),
     Setting(
+        "torch._inductor.config.joint_graph_constant_folding",
+        False,
+        "inductor",
+        "constant folding of the joint graph, which also drops no-op arithmetic (x * 1)",
+    ),
+    Setting(
         "torch._inductor.config.pattern_matcher",
         False,
         "inductor",
