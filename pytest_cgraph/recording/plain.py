@@ -917,6 +917,12 @@ class _Writer:
             function = _Substitute(params[0], 1).visit(function)
             function.args.args = []
         reseed = "torch.manual_seed(0)\n" if self.facts.inputs_draw_random else ""
+        (only,) = function.body if len(function.body) == 1 else (None,)
+        if not reseed and isinstance(only, ast.Return) and only.value is not None:
+            # inputs() only returns what it builds: each side builds its own in one line.
+            built = ast.unparse(only.value)
+            if len(built) <= 72:
+                return [], [f"{self.e_args} = {built}", f"{self.c_args} = {built}"], [only.value]
         return (
             [ast.unparse(function)],
             [f"{reseed}{self.e_args} = inputs()", f"{reseed}{self.c_args} = inputs()"],
