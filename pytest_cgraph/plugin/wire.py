@@ -35,7 +35,9 @@ from pytest_cgraph.reporting.stats import RunStats
 #: torch.compile's contract, or fixed on a newer torch.
 #: 4: a registry entry carries the ``backend`` it was recorded with: a backend of
 #: one's own files its failures by face.
-SCHEMA = 4
+#: 5: a registry entry carries its program's ``calls`` where its ``ops`` are declared
+#: narrower: what its bug is known to make.
+SCHEMA = 5
 
 #: Where each message rides: a key of a report's ``__dict__`` or of a worker's output.
 #: An item's call report: its final :class:`ItemMessage`.

@@ -132,6 +132,9 @@ class KnownBug:
     #: The backend it was recorded with: a backend of one's own files its failures
     #: by face (:mod:`pytest_cgraph.registry.own_backend`).
     backend: str | None = None
+    #: Every call its program makes, where ``ops`` are declared narrower: what its
+    #: bug is known to make (:meth:`Registry.explains`). Empty: ``ops`` are its calls.
+    calls: frozenset[str] = frozenset()
 
     def claims(self, ops: frozenset[str]) -> bool:
         """Whether a failing program calling ``ops`` may be this bug."""
@@ -209,6 +212,7 @@ class KnownBug:
             "any_symptom": self.any_symptom,
             "requires": list(self.requires),
             "backend": self.backend,
+            "calls": sorted(self.calls),
         }
 
     @classmethod
@@ -227,6 +231,7 @@ class KnownBug:
             bool(data.get("any_symptom", False)),
             tuple(data.get("requires", ())),
             data.get("backend"),
+            frozenset(data.get("calls", ())),
         )
 
 
@@ -456,6 +461,7 @@ def read_entry(path: Path) -> KnownBug | None:
         any_symptom=bug is not None and bug.any_symptom,
         requires=requires,
         backend=backend if isinstance(backend, str) else None,
+        calls=program_ops(program) if isinstance(declared, list) else frozenset(),
     )
 
 
@@ -1191,7 +1197,7 @@ class Registry:
         self._mechanism: dict[str, set[str]] = {}
         for entry in entries:
             if entry.bug is not None:
-                calls = [*entry.ops, *_essential_calls(entry.essential or ())]
+                calls = [*entry.ops, *entry.calls, *_essential_calls(entry.essential or ())]
                 self._mechanism.setdefault(entry.bug, set()).update(mechanism_tokens(calls))
             self._entries.setdefault(entry.signature, []).append(entry)
             if entry.kin_signature is not None:

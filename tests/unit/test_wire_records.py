@@ -390,7 +390,7 @@ def _annotation(field: dataclasses.Field[Any]) -> str:
 #: The ``SCHEMA`` (``pytest_cgraph/plugin/wire.py``) the fields below belong to. A
 #: field that keeps its name and annotation but changes meaning is not seen here:
 #: bump the schema for it by hand.
-RECORDED_SCHEMA = 4
+RECORDED_SCHEMA = 5
 #: The fields of every record that crosses processes, and of what they hold, as of
 #: ``RECORDED_SCHEMA``.
 RECORDED_FIELDS: dict[str, tuple[str, ...]] = {
@@ -491,6 +491,7 @@ RECORDED_FIELDS: dict[str, tuple[str, ...]] = {
         "backend: str | None",
         "bug: str | None",
         "by_hazard: bool",
+        "calls: frozenset[str]",
         "essential: tuple[str, ...] | None",
         "kin_signature: str | None",
         "layer: str | None",
