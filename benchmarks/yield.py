@@ -1,20 +1,27 @@
-"""Yield: distinct differences a time-boxed campaign finds, per backend, for one or two trees.
+"""Yield in bugs: what a time-boxed campaign finds that the baselines do not know, per hour.
 
     python benchmarks/yield.py [--minutes 10] [--workers 2] [--seed 1]
-                               [--backends cudagraphs,aot_eager,inductor]
-                               [--before PATH] [--after PATH]
+                               [--backends aot_eager,cudagraphs,inductor]
+                               [--families training,mutation] [--no-baseline]
+                               [--triage triage.json] [--keep DIR] [--json FILE]
 
-Runs the same campaign (all families, ``--cgraph-duration`` so each tree
-gets the same wall time, ``-n WORKERS``, ``--cgraph-no-baseline`` so that
-differences the shipped baseline already knows are counted too) against the
-package of each tree: ``--after`` defaults to this checkout, ``--before`` to
-none (e.g. a ``git worktree`` of an older commit). Prints, per tree and
-backend: programs checked, distinct signatures, signatures per hour, and
-each signature with its kind, first diverging layer and hits.
+Runs one campaign per backend (``--cgraph-duration``, so each gets the same
+wall time, ``-n WORKERS``) with the shipped baselines on: a difference a
+baseline already names is a known bug seen again, not a finding. Prints,
+per backend: programs checked, the new findings (distinct signatures the
+judge could not name), the known bugs met again (by bug id), and new
+findings per hour; per family: its programs and new findings.
 
-Each tree runs from a temporary overlay (its ``pytest_cgraph`` with its
-``strategies`` inside), first on ``PYTHONPATH``, so an editable install of
-another checkout does not leak into the measurement.
+A new finding is not yet a bug: triage reads its repro file (``--keep``
+keeps them) and says what it is. ``--triage FILE`` (JSON) maps a finding's
+repro file name, or its signature, to what triage made of it: a bug id for
+a genuine bug (two findings of one bug count once), ``"known:ID"`` for a
+known bug met through other calls, ``"false-alarm"`` for a difference that
+is no bug. With it, the table also gives bugs after triage and bugs per
+hour; findings triage has not seen are listed as untriaged.
+
+``--before PATH`` runs an older checkout's package beside this one (its
+``pytest_cgraph`` first on ``PYTHONPATH``), to compare two generators.
 """
 
 from __future__ import annotations
@@ -27,7 +34,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from pytest_cgraph.strategies.families import FAMILIES
 
@@ -35,11 +44,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def overlay(tree: Path, into: Path) -> Path:
-    """A directory whose ``pytest_cgraph`` is ``tree``'s, strategies included."""
-    package = into / "pytest_cgraph"
-    shutil.copytree(tree / "pytest_cgraph", package, ignore=shutil.ignore_patterns("__pycache__"))
+    """A directory holding ``tree``'s ``pytest_cgraph``, to put first on ``PYTHONPATH``."""
     shutil.copytree(
-        tree / "strategies", package / "strategies", ignore=shutil.ignore_patterns("__pycache__")
+        tree / "pytest_cgraph",
+        into / "pytest_cgraph",
+        ignore=shutil.ignore_patterns("__pycache__"),
     )
     return into
 
@@ -47,24 +56,16 @@ def overlay(tree: Path, into: Path) -> Path:
 def campaign(
     tree: Path,
     backend: str,
-    minutes: float,
-    workers: int,
-    seed: int,
+    families: list[str],
+    options: argparse.Namespace,
     keep: Path | None,
-    examples: int | None = None,
-) -> dict:
-    """Run one time-boxed campaign (or one of ``examples`` programs per item).
-
-    Returns its JSON report and wall time. A budget in programs is what to
-    compare on a loaded machine: its findings do not depend on the load.
-
-    With ``keep``, the repro files and the report are copied there to triage.
-    """
+) -> dict[str, Any]:
+    """Run one time-boxed campaign; its JSON report, with its wall time under ``wall``."""
     with tempfile.TemporaryDirectory(prefix="cgraph-yield-") as scratch:
         work = Path(scratch)
         path = overlay(tree, work / "overlay")
         # Items share the workers: each item hunts for its share of the box.
-        per_item = max(10, int(minutes * 60 * workers / len(FAMILIES)))
+        per_item = max(10, int(options.minutes * 60 * options.workers / len(families)))
         env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join([str(path), str(tree / "tests")]),
@@ -78,26 +79,26 @@ def campaign(
             "no:cacheprovider",
             "--cgraph",
             f"--cgraph-backend={backend}",
-            *(
-                [f"--cgraph-examples={examples}"]
-                if examples
-                else [f"--cgraph-duration={per_item}s", "--cgraph-examples=1000000"]
-            ),
-            f"--cgraph-seed={seed}",
-            "--cgraph-no-baseline",
+            f"--cgraph-duration={per_item}s",
+            "--cgraph-examples=1000000",
+            f"--cgraph-seed={options.seed}",
+            f"--cgraph-families={','.join(families)}",
             "--cgraph-report=report.json",
             "--cgraph-repro-dir=repros",
             "-q",
+            *(["--cgraph-no-baseline"] if options.no_baseline else []),
+            *(["-n", str(options.workers)] if options.workers > 1 else []),
         ]
-        if workers > 1:
-            command += ["-n", str(workers)]
         started = time.perf_counter()
-        subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, check=False)
+        done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True)
         wall = time.perf_counter() - started
         report_path = work / "report.json"
         if not report_path.exists():
-            raise SystemExit(f"error: {backend} campaign on {tree} wrote no report")
-        report = json.loads(report_path.read_text())
+            tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
+            raise SystemExit(
+                f"error: the {backend} campaign on {tree} wrote no report:\n" + "\n".join(tail)
+            )
+        report: dict[str, Any] = json.loads(report_path.read_text())
         report["wall"] = wall
         if keep is not None:
             keep.mkdir(parents=True, exist_ok=True)
@@ -107,87 +108,138 @@ def campaign(
         return report
 
 
-def distinct(failures: list[dict]) -> list[dict]:
-    """One entry per signature: items of several families can find the same one.
-
-    A failure's ``hits`` already counts the whole campaign's failing programs.
-    """
-    merged = {failure["signature"]: failure for failure in failures}
+def findings(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The new findings, one per signature (items of several families may meet one)."""
+    merged: dict[str, dict[str, Any]] = {}
+    for failure in report.get("failures", []):
+        merged.setdefault(failure["signature"], failure)
     return sorted(merged.values(), key=lambda f: (f["kind"], f["signature"]))
 
 
-def describe(label: str, backend: str, report: dict) -> list[str]:
-    found = distinct(report["failures"])
+def known_bugs(report: dict[str, Any]) -> Counter[str]:
+    """Programs per known bug met again (an entry of no bug counts under its file)."""
+    met: Counter[str] = Counter()
+    for known in report.get("known", []):
+        met[known.get("bug") or Path(known["repro"]).name] += known["hits"]
+    return met
+
+
+def triaged(finding: dict[str, Any], triage: dict[str, str]) -> str | None:
+    """What triage made of ``finding``: by its repro file's name, else its signature."""
+    repro = finding.get("repro")
+    if repro and Path(repro).name in triage:
+        return triage[Path(repro).name]
+    return triage.get(finding["signature"])
+
+
+def describe(
+    label: str, backend: str, report: dict[str, Any], triage: dict[str, str] | None
+) -> tuple[list[str], dict[str, Any]]:
+    """The lines printed for one campaign, and its figures for ``--json``."""
+    found = findings(report)
     hours = report["wall"] / 3600
+    met = known_bugs(report)
+    figures: dict[str, Any] = {
+        "tree": label,
+        "backend": backend,
+        "programs": report["programs"],
+        "wall": round(report["wall"], 1),
+        "new_findings": len(found),
+        "new_per_hour": round(len(found) / hours, 2),
+        "known_bugs_met": dict(met),
+        "families": {},
+        "findings": [
+            {k: f.get(k) for k in ("signature", "kind", "family", "layer", "hits", "repro")}
+            for f in found
+        ],
+    }
+    bugs = ""
+    if triage is not None:
+        said = [triaged(f, triage) for f in found]
+        genuine = {s for s in said if s and not s.startswith("known:") and s != "false-alarm"}
+        figures["bugs"] = sorted(genuine)
+        figures["bugs_per_hour"] = round(len(genuine) / hours, 2)
+        figures["untriaged"] = [
+            f["signature"] for f, s in zip(found, said, strict=True) if s is None
+        ]
+        bugs = f" {len(genuine):>5} {len(genuine) / hours:>8.2f}"
     lines = [
-        f"{label:<8} {backend:<11} {report['programs']:>8} {len(found):>10}"
-        f" {len(found) / hours:>9.1f} {report['wall']:>7.0f}"
-        f" {1000 * len(found) / max(report['programs'], 1):>9.1f}"
+        f"{label:<7} {backend:<11} {report['programs']:>8} {report['wall']:>7.0f}"
+        f" {len(found):>5} {len(found) / hours:>8.2f} {len(met):>6}{bugs}"
     ]
-    for failure in found:
+    per_family: Counter[str] = Counter(f.get("family") or "?" for f in found)
+    for family, programs in sorted((report.get("families") or {}).items()):
+        figures["families"][family] = {"programs": programs, "new": per_family[family]}
+        lines.append(f"    {family:<12} {programs:>8} programs {per_family[family]:>4} new")
+    for finding in found:
+        said = triaged(finding, triage) if triage is not None else None
+        where = Path(finding["repro"]).name if finding.get("repro") else "(no repro)"
+        verdict = f" -> {said}" if said else (" -> untriaged" if triage is not None else "")
         lines.append(
-            f"           {failure['kind']:<9} {failure.get('layer') or '-':<10}"
-            f" x{failure['hits']:<3} {failure['signature'][:90]}"
+            f"    new: {finding['kind']:<9} {finding.get('layer') or '-':<12}"
+            f" x{finding['hits']:<3} {finding.get('family') or '?':<10} {where}{verdict}"
         )
-    return lines
+    lines.append(
+        "    known: "
+        + (", ".join(f"{bug} x{hits}" for bug, hits in met.most_common()) or "none met")
+    )
+    return lines, figures
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=10.0, help="wall time per campaign")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--backends", default="cudagraphs,aot_eager,inductor")
+    parser.add_argument("--backends", default="aot_eager,cudagraphs,inductor")
+    parser.add_argument(
+        "--families", default=",".join(f for f in FAMILIES if f != "mixed"), help="which families"
+    )
+    parser.add_argument(
+        "--no-baseline", action="store_true", help="count known bugs as findings too"
+    )
+    parser.add_argument(
+        "--triage", type=Path, help="JSON: finding -> bug id, known:ID, false-alarm"
+    )
     parser.add_argument("--before", type=Path, default=None, help="an older checkout")
     parser.add_argument("--after", type=Path, default=ROOT, help="default: this checkout")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here too")
     parser.add_argument("--keep", type=Path, default=None, help="keep repros and reports here")
-    parser.add_argument(
-        "--examples",
-        type=int,
-        default=None,
-        help="programs per item instead of --minutes (findings independent of the load)",
-    )
-    options = parser.parse_args()
+    options = parser.parse_args(argv)
+    families = [name for name in options.families.split(",") if name]
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown:
+        parser.exit(2, f"error: unknown families {unknown}; known: {', '.join(FAMILIES)}\n")
+    triage: dict[str, str] | None = None
+    if options.triage is not None:
+        try:
+            triage = json.loads(options.triage.read_text())
+        except (OSError, ValueError) as error:
+            parser.exit(2, f"error: --triage {options.triage}: {error}\n")
     trees = [("before", options.before)] if options.before else []
     trees.append(("after", options.after))
-    budget = (
-        f"{options.examples} programs per item"
-        if options.examples
-        else f"{options.minutes:g} min per campaign"
+    import torch
+
+    baseline = "off" if options.no_baseline else "on"
+    print(
+        f"yield: torch {torch.__version__}, {options.minutes:g} min per campaign, "
+        f"-n {options.workers}, seed {options.seed}, baselines {baseline}"
     )
-    print(f"yield: {budget}, -n {options.workers}, seed {options.seed}, baseline off")
-    header = ("tree", "backend", "programs", "signatures", "per hour", "wall s", "per 1k")
-    print("{:<8} {:<11} {:>8} {:>10} {:>9} {:>7} {:>9}".format(*header))
+    header = ["tree", "backend", "programs", "wall s", "new", "new/h", "known"]
+    header += ["bugs", "bugs/h"] if triage is not None else []
+    print(" ".join(header))
     results = []
     for backend in options.backends.split(","):
         for label, tree in trees:
             keep = options.keep / f"{label}-{backend}" if options.keep else None
-            report = campaign(
-                tree.resolve(),
-                backend,
-                options.minutes,
-                options.workers,
-                options.seed,
-                keep,
-                options.examples,
-            )
-            print("\n".join(describe(label, backend, report)), flush=True)
-            results.append(
-                {
-                    "tree": label,
-                    "backend": backend,
-                    "programs": report["programs"],
-                    "wall": report["wall"],
-                    "signatures": [
-                        {k: f.get(k) for k in ("signature", "kind", "layer", "hits", "repro")}
-                        for f in distinct(report["failures"])
-                    ],
-                }
-            )
+            report = campaign(tree.resolve(), backend, families, options, keep)
+            lines, figures = describe(label, backend, report, triage)
+            print("\n".join(lines), flush=True)
+            results.append(figures)
     if options.json:
         options.json.write_text(json.dumps(results, indent=2))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
