@@ -3,7 +3,8 @@
     python benchmarks/yield.py [--minutes 10] [--workers 2] [--seed 1]
                                [--backends aot_eager,cudagraphs,inductor]
                                [--families training,mutation] [--no-baseline]
-                               [--triage triage.json] [--keep DIR] [--json FILE]
+                               [--triage triage.json] [--examples N] [--keep DIR]
+                               [--json FILE]
 
 Runs one campaign per backend (``--cgraph-duration``, so each gets the same
 wall time, ``-n WORKERS``) with the shipped baselines on: a difference a
@@ -79,8 +80,11 @@ def campaign(
             "no:cacheprovider",
             "--cgraph",
             f"--cgraph-backend={backend}",
-            f"--cgraph-duration={per_item}s",
-            "--cgraph-examples=1000000",
+            *(
+                [f"--cgraph-examples={options.examples}"]
+                if options.examples
+                else [f"--cgraph-duration={per_item}s", "--cgraph-examples=1000000"]
+            ),
             f"--cgraph-seed={options.seed}",
             f"--cgraph-families={','.join(families)}",
             "--cgraph-report=report.json",
@@ -203,6 +207,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--before", type=Path, default=None, help="an older checkout")
     parser.add_argument("--after", type=Path, default=ROOT, help="default: this checkout")
+    parser.add_argument(
+        "--examples",
+        type=int,
+        default=None,
+        help="programs per item instead of --minutes (findings independent of the load)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="write the figures here too")
     parser.add_argument("--keep", type=Path, default=None, help="keep repros and reports here")
     options = parser.parse_args(argv)
