@@ -401,7 +401,13 @@ def test_training(program: Program) -> None:
     check(program, "training")
 
 
+@fuzzes("serving")
+def test_serving(program: Program) -> None:
+    """A serving step: caches grown, written and read at the step's position, call after call."""
+    check(program, "serving")
+
+
 @fuzzes("mixed")
 def test_mixed(program: Program) -> None:
-    """Every family's ops together (less the training family's own updates)."""
+    """Every family's ops together (less the training and serving families' own ops)."""
     check(program, "mixed")

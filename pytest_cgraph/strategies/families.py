@@ -10,5 +10,6 @@ FAMILIES = (
     "scalars",
     "schedules",
     "training",
+    "serving",
     "mixed",
 )

@@ -62,6 +62,7 @@ _ROLES_BY_FAMILY = {
     "scalars": ("argument", "scalar", "number", "parameter"),
     "autograd": ("argument", "parameter", "buffer", "module"),
     "training": ("argument", "parameter", "buffer", "module"),
+    "serving": ("argument", "buffer", "number", "scalar"),
     "schedules": ("argument", "parameter", "scalar", "buffer", "module", "holder"),
     "rng": ("argument", "parameter", "random", "scalar", "number", "buffer", "module"),
     **{
@@ -116,6 +117,10 @@ _MODULE_HOOK = st.sampled_from(MODULE_HOOKS)
 _LAYOUT = st.sampled_from(LAYOUTS)
 _SCHEDULE = st.sampled_from(SCHEDULES)
 _TRAINING_SCHEDULE = st.sampled_from(("persistent", "optimizer", "param_update"))
+#: A server's calls: shapes that change from call to call (a batch, a sequence
+#: length), outputs fed back as the next call's inputs (a cache handed on), host
+#: numbers that change (the step), or the same inputs kept (a preallocated cache).
+_SERVING_SCHEDULE = st.sampled_from(("dynamic", "feedback", "fresh", "persistent"))
 
 
 def programs(
@@ -132,8 +137,10 @@ def programs(
     Args:
         families: any of ``mutation``, ``views``, ``transfer``, ``autograd``,
             ``rng``, ``scalars``, ``schedules``, ``training`` (a training step's
-            backward and parameter updates) and ``mixed`` (all together, less
-            the training family's own updates).
+            backward and parameter updates), ``serving`` (caches grown, written
+            and read at the step's position, over calls whose shapes or inputs
+            change) and ``mixed`` (all together, less the training and serving
+            families' own ops).
         min_statements, max_statements: bounds on the statements kept.
         max_inputs: bounds the program's arguments (at least one tensor).
         iters: iterations the program is run for (4+ replay CUDA graphs twice).
@@ -336,6 +343,8 @@ def _draw_schedule(draw: Any, family: str) -> str:
         # Parameters kept across calls, as a loop keeps them; or the step's
         # optimizer, or a hand-written update, run between the compiled calls.
         return str(draw(_TRAINING_SCHEDULE))
+    if family == "serving":
+        return str(draw(_SERVING_SCHEDULE))
     return "persistent"
 
 

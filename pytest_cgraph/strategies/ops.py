@@ -1317,12 +1317,62 @@ _python_constructs = _assign_one_of(
 )
 
 
+def _position(ctx: Context) -> str:
+    """Where a serving step writes or reads its cache: the step number a Python number
+    input carries (``0.5 + k``, another each call: a recompile, or a symbolic int
+    once Dynamo makes it dynamic), else the last or first row."""
+    numbers = [v.name for v in ctx.variables if v.origin == "number"]
+    if numbers and ctx.draw(st.booleans()):
+        return f"int({ctx.draw(st.sampled_from(numbers))}) % {ctx.x}.shape[0]"
+    return ctx.draw(st.sampled_from(["-1", "0"]))
+
+
+def _cache_append(ctx: Context) -> tuple[list[str], bool]:
+    # A cache that grows by a row each step, as a KV cache grows by a token.
+    row = ctx.draw(st.sampled_from(["{x}[-1:] * 0.5", "{x}[:1] + 1"]))
+    return [f"{ctx.new_name} = torch.cat([{ctx.x}, {row.format(x=ctx.x)}])"], True
+
+
+def _cache_write(ctx: Context) -> tuple[list[str], bool]:
+    # A preallocated cache written in place at this step's position.
+    position = _position(ctx)
+    how = ctx.draw(
+        st.sampled_from(
+            [
+                "{x}[{p}] = {x}[{p}] * 0.5 + 1",
+                "{x}.index_copy_(0, torch.tensor([{p}]), {x}[:1] * 2)",
+                "{x}[{p}].copy_({x}[0] + 1)",
+            ]
+        )
+    )
+    return [how.format(x=ctx.x, p=position)], False
+
+
+def _cache_shift(ctx: Context) -> tuple[list[str], bool]:
+    # A ring buffer moved on by one, then its newest slot written.
+    return [f"{ctx.x}.copy_(torch.roll({ctx.x}, 1, 0))", f"{ctx.x}[0] = 0.5"], False
+
+
+def _cache_prefix(ctx: Context) -> tuple[list[str], bool]:
+    # The filled part of a cache: a slice whose length follows the input's.
+    length = ctx.draw(st.sampled_from(["{x}.shape[0] // 2 + 1", "{x}.shape[0] - 1 or 1"]))
+    return [f"{ctx.new_name} = {ctx.x}[: {length.format(x=ctx.x)}]"], True
+
+
 def _families(*names: str) -> frozenset[str]:
     return frozenset({*names, "mixed"})
 
 
 ALL = _families(
-    "mutation", "views", "transfer", "autograd", "rng", "scalars", "schedules", "training"
+    "mutation",
+    "views",
+    "transfer",
+    "autograd",
+    "rng",
+    "scalars",
+    "schedules",
+    "training",
+    "serving",
 )
 # Families that vary inputs across calls mutate too: the combination breaks
 # compilers far more often than either hazard alone.
@@ -1334,6 +1384,9 @@ AUTOGRAD = _families("autograd")
 #: hand-written update, clearing or clipping gradients. Not in ``mixed``, whose
 #: draws the suite's seeds fix.
 TRAINING = frozenset({"training"})
+#: What a serving step does to its caches: grow one by a row, write one in place at
+#: the step's position, shift a ring buffer, read the filled part. Not in ``mixed``.
+SERVING = frozenset({"serving"})
 RNG = _families("rng")
 SCALARS = _families("scalars", "mutation")
 GRAPHS = _families("mutation", "views", "autograd", "schedules", "rng", "training")
@@ -1546,6 +1599,11 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("parameter_update", "inplace", TRAINING, _leaf_holding_grad, _parameter_update),
     OpSpec("optimizer_step", "inplace", TRAINING, _leaf_holding_grad, _optimizer_step),
     OpSpec("clip_grad", "inplace", TRAINING, _leaf_holding_grad, _clip_grad),
+    # A serving step's caches (serving only).
+    OpSpec("cache_append", "outplace", SERVING, _floating_rank(1), _cache_append),
+    OpSpec("cache_write", "inplace", SERVING, _writable(_floating_rank(1)), _cache_write),
+    OpSpec("cache_shift", "inplace", SERVING, _writable(_floating_rank(1)), _cache_shift),
+    OpSpec("cache_prefix", "view", SERVING, _rank_at_least(1), _cache_prefix),
 )
 
 
