@@ -1324,7 +1324,8 @@ def _position(ctx: Context) -> str:
     numbers = [v.name for v in ctx.variables if v.origin == "number"]
     if numbers and ctx.draw(st.booleans()):
         return f"int({ctx.draw(st.sampled_from(numbers))}) % {ctx.x}.shape[0]"
-    return ctx.draw(st.sampled_from(["-1", "0"]))
+    row: str = ctx.draw(st.sampled_from(["-1", "0"]))
+    return row
 
 
 def _cache_append(ctx: Context) -> tuple[list[str], bool]:
