@@ -407,7 +407,13 @@ def test_serving(program: Program) -> None:
     check(program, "serving")
 
 
+@fuzzes("spellings")
+def test_spellings(program: Program) -> None:
+    """In-place and metadata ops spelled as ATen ops, and torch.cond, over views."""
+    check(program, "spellings")
+
+
 @fuzzes("mixed")
 def test_mixed(program: Program) -> None:
-    """Every family's ops together (less the training and serving families' own ops)."""
+    """Every family's ops together (less the training, serving and spellings families' own)."""
     check(program, "mixed")

@@ -11,5 +11,6 @@ FAMILIES = (
     "schedules",
     "training",
     "serving",
+    "spellings",
     "mixed",
 )

@@ -67,7 +67,7 @@ _ROLES_BY_FAMILY = {
     "rng": ("argument", "parameter", "random", "scalar", "number", "buffer", "module"),
     **{
         family: tuple(role for role in ROLES if role not in ("random", "holder"))
-        for family in ("mutation", "views", "transfer")
+        for family in ("mutation", "views", "transfer", "spellings")
     },
 }
 
@@ -139,8 +139,9 @@ def programs(
             ``rng``, ``scalars``, ``schedules``, ``training`` (a training step's
             backward and parameter updates), ``serving`` (caches grown, written
             and read at the step's position, over calls whose shapes or inputs
-            change) and ``mixed`` (all together, less the training and serving
-            families' own ops).
+            change), ``spellings`` (in-place and metadata ops as ATen ops, and
+            ``torch.cond``) and ``mixed`` (all together, less the training,
+            serving and spellings families' own ops).
         min_statements, max_statements: bounds on the statements kept.
         max_inputs: bounds the program's arguments (at least one tensor).
         iters: iterations the program is run for (4+ replay CUDA graphs twice).

@@ -13,6 +13,7 @@ The record's ``name`` is the op as written in the source (``add_``, ``t_``,
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -1360,6 +1361,72 @@ def _cache_prefix(ctx: Context) -> tuple[list[str], bool]:
     return [f"{ctx.new_name} = {ctx.x}[: {length.format(x=ctx.x)}]"], True
 
 
+def _aten(method: str, build: Builder) -> Builder:
+    """``build``'s statement ``x.method(args)`` spelled as the ATen op it calls,
+    ``torch.ops.aten.method(x, args)``: what a decomposition, a custom kernel or
+    library code calls, which Dynamo traces where it graph-breaks on the method
+    (``Tensor.resize_``) and which functionalization meets without the method's
+    Python layer in between."""
+
+    def build_aten(ctx: Context) -> tuple[list[str], bool] | None:
+        built = build(ctx)
+        if built is None:
+            return None
+        lines, binds = built
+        return [_respelled(line, ctx.x, method) for line in lines], binds
+
+    return build_aten
+
+
+class _AtenCall(ast.NodeTransformer):
+    """``x.method(args)`` as ``torch.ops.aten.method(x, args)``; a size the method takes
+    as an int, the op takes as a list."""
+
+    def __init__(self, target: str, method: str) -> None:
+        self.target, self.method = target, method
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        func = node.func
+        if not (
+            isinstance(func, ast.Attribute)
+            and func.attr == self.method
+            and isinstance(func.value, ast.Name)
+            and func.value.id == self.target
+        ):
+            return node
+        args = list(node.args)
+        if self.method == "resize_" and args and not isinstance(args[0], ast.List):
+            args[0] = ast.List([args[0]], ast.Load())
+        op = ast.parse(f"torch.ops.aten.{self.method}", mode="eval").body
+        return ast.Call(op, [func.value, *args], node.keywords)
+
+
+def _respelled(line: str, target: str, method: str) -> str:
+    """One source line with its ``target.method(...)`` call spelled as the ATen op."""
+    if not line.startswith(f"{target}.{method}("):
+        return line
+    tree = _AtenCall(target, method).visit(ast.parse(line))
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def _cond(ctx: Context) -> tuple[list[str], bool]:
+    # A higher-order op: both branches are traced into subgraphs, one runs.
+    branches = ctx.draw(
+        st.sampled_from(
+            [
+                ("lambda t: t * 2", "lambda t: t + 1"),
+                ("lambda t: t.sin()", "lambda t: t.clone()"),
+            ]
+        )
+    )
+    predicate = ctx.draw(st.sampled_from(["{x}.sum() > 0", "{x}.numel() > 2"]))
+    return [
+        f"{ctx.new_name} = torch.cond({predicate.format(x=ctx.x)}, "
+        f"{branches[0]}, {branches[1]}, ({ctx.x},))"
+    ], True
+
+
 def _families(*names: str) -> frozenset[str]:
     return frozenset({*names, "mixed"})
 
@@ -1374,11 +1441,12 @@ ALL = _families(
     "schedules",
     "training",
     "serving",
+    "spellings",
 )
 # Families that vary inputs across calls mutate too: the combination breaks
 # compilers far more often than either hazard alone.
 MUTATION = _families("mutation", "schedules")
-VIEWS = _families("views", "mutation")
+VIEWS = _families("views", "mutation", "spellings")
 TRANSFER = _families("transfer")
 AUTOGRAD = _families("autograd")
 #: What a training step does to its parameters: a backward, an optimizer's or a
@@ -1388,6 +1456,10 @@ TRAINING = frozenset({"training"})
 #: What a serving step does to its caches: grow one by a row, write one in place at
 #: the step's position, shift a ring buffer, read the filled part. Not in ``mixed``.
 SERVING = frozenset({"serving"})
+#: The in-place and metadata ops spelled as the ATen ops they call
+#: (``torch.ops.aten.resize_(x, [n])``), and ``torch.cond``, over the views family's
+#: views. Not in ``mixed``.
+SPELLINGS = frozenset({"spellings"})
 RNG = _families("rng")
 SCALARS = _families("scalars", "mutation")
 GRAPHS = _families("mutation", "views", "autograd", "schedules", "rng", "training")
@@ -1605,6 +1677,50 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("cache_write", "inplace", SERVING, _writable(_floating_rank(1)), _cache_write),
     OpSpec("cache_shift", "inplace", SERVING, _writable(_floating_rank(1)), _cache_shift),
     OpSpec("cache_prefix", "view", SERVING, _rank_at_least(1), _cache_prefix),
+    # The same writes as ATen ops (spellings only).
+    OpSpec(
+        "aten.add_", "inplace", SPELLINGS, _writable(_floating), _aten("add_", _inplace("add_"))
+    ),
+    OpSpec(
+        "aten.mul_", "inplace", SPELLINGS, _writable(_floating), _aten("mul_", _inplace("mul_"))
+    ),
+    OpSpec(
+        "aten.index_put_",
+        "inplace",
+        SPELLINGS,
+        _writable(_floating_rank(1)),
+        _aten("index_put_", _index_put),
+    ),
+    OpSpec("aten.resize_", "metadata", SPELLINGS, _writable(_tensor), _aten("resize_", _resize)),
+    OpSpec(
+        "aten.t_",
+        "metadata",
+        SPELLINGS,
+        _writable(_matrix_or_less),
+        _aten("t_", _statement("{x}.t_()")),
+    ),
+    OpSpec(
+        "aten.transpose_",
+        "metadata",
+        SPELLINGS,
+        _writable(_rank_at_least(1)),
+        _aten("transpose_", _transpose_),
+    ),
+    OpSpec(
+        "aten.unsqueeze_",
+        "metadata",
+        SPELLINGS,
+        _writable(_tensor),
+        _aten("unsqueeze_", _unsqueeze_),
+    ),
+    OpSpec(
+        "aten.as_strided_",
+        "metadata",
+        SPELLINGS,
+        _writable(_tensor),
+        _aten("as_strided_", _as_strided_),
+    ),
+    OpSpec("cond", "outplace", SPELLINGS, _floating, _cond),
 )
 
 
