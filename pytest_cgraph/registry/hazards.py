@@ -279,6 +279,11 @@ CUSTOM_OPS = frozenset({"add_one_", "scaled", "set_to_"})
 #: Autograd calls any program that checks gradients makes: they say how a difference
 #: is seen, not which bug it is.
 INCIDENTAL_AUTOGRAD = frozenset({"backward", ".grad", "detach", "zero_grad"})
+#: Where a program is cut into graphs (a graph break; two compiled functions,
+#: program_ops' ``COMPILE``): how its calls are seen by the compiler, like a view,
+#: not which bug they meet. A shrunk program keeps a cut its draw made early more
+#: often than one its failure needs.
+GRAPH_CUTS = frozenset({"graph_break", "COMPILE"})
 #: Classes whose calls stand in for one another: a random draw is a random draw, a
 #: transfer a transfer, an elementwise write a write.
 INTERCHANGEABLE = frozenset({"rng", "transfer", "inplace"})
@@ -286,13 +291,17 @@ INTERCHANGEABLE = frozenset({"rng", "transfer", "inplace"})
 
 def mechanism_token(call: str) -> str | None:
     """What ``call`` says about which bug a minimal program meets, for telling bugs
-    apart (:meth:`pytest_cgraph.registry.entries.Registry.match`): ``None`` for a call
-    any program may make on the way (arithmetic, views, a backward, a read of
-    ``.grad``); its class for a call interchangeable with the others of it (a random
-    draw, a transfer, an elementwise in-place write); the call itself where its own
-    meaning is the mechanism (a metadata change, an index write, a custom op, a hook,
-    a grad mode, a transform, a module holding state, a setting, how inputs are
+    apart (:meth:`pytest_cgraph.registry.entries.Registry.match`).
+
+    ``None`` for a call any program may make on the way (arithmetic, views, a
+    backward, a read of ``.grad``, a cut between graphs); its class for a call
+    interchangeable with the others of it (a random draw, a transfer, an
+    elementwise in-place write); the call itself where its own meaning is the
+    mechanism (a metadata change, an index write, a custom op, a hook, a grad
+    mode, a transform, a module holding state, a setting, how inputs are
     handed over)."""
+    if call in GRAPH_CUTS:
+        return None
     if call in CUSTOM_OPS or call.startswith(CONFIG_PREFIX):
         return call
     if call.lower() == "autocast":  # the call and the pseudo-op of a program run under one
