@@ -64,6 +64,33 @@ from pytest_cgraph.recording.plain import (
 # ------------------------------------------------------------------ settings
 
 
+#: A ``when`` that asks whether a script passes a Python float as an argument.
+FLOAT_ARGUMENT = "<a Python float argument>"
+
+
+def _has_float_argument(script: str) -> bool:
+    """Whether an ``args`` tuple the script builds holds a Python float itself (``0.5``,
+    ``-1.5``): a float inside a tensor's constructor (``torch.arange(6.0)``) is no
+    argument Dynamo could specialize."""
+    import ast
+
+    try:
+        tree = ast.parse(script)
+    except SyntaxError:
+        return False
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Tuple)):
+            continue
+        if not any(isinstance(t, ast.Name) and t.id.endswith("args") for t in node.targets):
+            continue
+        for element in node.value.elts:
+            if isinstance(element, ast.UnaryOp) and isinstance(element.op, ast.USub):
+                element = element.operand
+            if isinstance(element, ast.Constant) and isinstance(element.value, float):
+                return True
+    return False
+
+
 @dataclass(frozen=True)
 class Setting:
     """One torch setting that governs a hazard the generator draws."""
@@ -83,6 +110,8 @@ class Setting:
 
     def bears_on(self, script: str) -> bool:
         """Whether running ``script`` with this setting could change what it does."""
+        if self.when == FLOAT_ARGUMENT:
+            return _has_float_argument(script)
         return self.when is None or re.search(self.when, script) is not None
 
     @property
@@ -107,7 +136,7 @@ SETTINGS: tuple[Setting, ...] = (
         True,
         "eager",
         "Python float arguments traced as tensors rather than constants",
-        r"(?m)^\w*args = \(.*(?<![\w.])-?\d+\.\d+(?![\w.])",
+        FLOAT_ARGUMENT,
     ),
     Setting(
         "torch._dynamo.config.skip_nnmodule_hook_guards",
@@ -402,7 +431,7 @@ def ablate(
         ]
         texts = [_with_lines(base, setting.lines) for setting in tried]
         changes = [setting.assignment for setting in tried]
-        if _is_value_difference(result.difference) and "assert_close" in base:
+        if _could_be_rounding(result.difference) and "assert_close" in base:
             texts.append(_with_lines(base, [FLOAT64]))
             changes.append(FLOAT64)
         for change, run in zip(changes, _run_all([(t, None) for t in texts], limit), strict=True):
@@ -433,6 +462,21 @@ def _order(version: str) -> tuple[int, ...]:
 
 def _is_value_difference(difference: Difference | None) -> bool:
     return difference is not None and difference.kind in (Kind.VALUE, Kind.MUTATION, Kind.GRAD)
+
+
+#: The largest relative difference float64 is asked about: values apart by more are
+#: not rounding, and a float64 row would only lengthen the table.
+ROUNDING_SCALE = 0.05
+
+
+def _could_be_rounding(difference: Difference | None) -> bool:
+    """Whether a value difference is small enough that float64 may remove it (its size
+    unknown: it may)."""
+    if difference is None or not _is_value_difference(difference):
+        return False
+    if difference.facet == "presence":  # a grad on one side only: no value to round
+        return False
+    return difference.max_rel is None or difference.max_rel <= ROUNDING_SCALE
 
 
 # --------------------------------------------------------------- the report
@@ -606,6 +650,16 @@ def _bug_of(path: Path) -> Any:
         return None
 
 
+def _device_words() -> str:
+    """A line saying every run was on the CPU, where it was: a CUDA build's
+    ``collect_env`` reads as if a GPU ran the script."""
+    import torch
+
+    if torch.cuda.is_available():
+        return ""
+    return "Every run above was on the CPU (no CUDA device on this machine).\n\n"
+
+
 def versions() -> str:
     """``python -m torch.utils.collect_env``'s text, what PyTorch's template asks for."""
     try:
@@ -735,7 +789,7 @@ def build_report(
 
 {logs}### Versions
 
-```
+{_device_words()}```
 {versions().rstrip()}
 ```
 """

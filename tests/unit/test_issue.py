@@ -202,3 +202,28 @@ def test_a_wrong_argument_gets_one_line_and_exit_2(arguments: list[str], said: s
 )
 def test_the_upstream_lead_reads_as_a_maintainer_would_write_it(upstream: str, said: str) -> None:
     assert issue._upstream_words(upstream) == said
+
+
+def test_specialize_float_bears_only_on_a_python_float_handed_as_an_argument() -> None:
+    from pytest_cgraph.recording.issue import _has_float_argument
+
+    (specialize,) = [s for s in SETTINGS if s.name.endswith("specialize_float")]
+    # A blind read of the *range report asked why a float setting was tried: its only
+    # float is inside a tensor's constructor.
+    assert not specialize.bears_on("args = (torch.arange(6.0).reshape(2, 3),)\n")
+    assert specialize.bears_on("eager_args = (torch.ones(2), 0.5)\n")
+    assert _has_float_argument("compiled_args = (torch.ones(2), -1.5)\n")
+    assert not _has_float_argument("args = (torch.full((2,), 0.5), 3)\n")
+
+
+def test_float64_is_asked_only_of_a_difference_small_enough_to_be_rounding() -> None:
+    from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
+    from pytest_cgraph.recording.issue import _could_be_rounding
+
+    def value(max_rel: float | None) -> Difference:
+        return Difference(Kind.VALUE, 1, Place(Role.OUTPUT, index=0), max_rel=max_rel)
+
+    assert _could_be_rounding(value(1e-3)) and _could_be_rounding(value(None))
+    assert not _could_be_rounding(value(0.5))  # 3 against 2: not rounding
+    presence = Difference(Kind.GRAD, 1, Place(Role.GRAD, name="a0"), facet="presence")
+    assert not _could_be_rounding(presence)
