@@ -22,6 +22,7 @@ the page.
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import subprocess
 import sys
@@ -35,6 +36,7 @@ from pytest_cgraph.registry.entries import (
     BASELINE_ROOT,
     BUGS_FILE,
     Bug,
+    Registry,
     read_bugs,
     recorded_settings,
 )
@@ -300,6 +302,7 @@ def _entry(
         + "\n"
     )
     parts.append(f"- essential calls: {', '.join(f'`{c}`' for c in bug.essential) or 'none'}\n")
+    parts.append(f"{mechanism_line(entry)}\n")
     forms = forms_line(entry)
     parts.append(f"{forms}\n\n" + " ".join(bug.mechanism.split()) + "\n\n")
     if with_examples:
@@ -309,6 +312,23 @@ def _entry(
         else:
             parts.append(example(entry, pythons))
     return "".join(parts)
+
+
+@functools.cache
+def _registry_of(directory: Path) -> Registry:
+    return Registry.load([directory])
+
+
+def mechanism_line(entry: PageBug) -> str:
+    """The calls of a meaning the bug is known to make, by its forms in its newest
+    baseline and its essential calls: a program making a call of another meaning is
+    reported as new, not as this bug (``Registry.explains``). A bug of no essential
+    calls is claimed by its forms' signatures and layers, whatever the calls."""
+    newest, bug = entry.held[0]
+    if not bug.essential:
+        return "- mechanism calls: any (its forms' signatures and layers name it)"
+    calls = sorted(_registry_of(newest).mechanism_calls(bug.id))
+    return "- mechanism calls: " + (", ".join(f"`{c}`" for c in calls) or "none")
 
 
 def forms_line(entry: PageBug) -> str:
@@ -372,6 +392,13 @@ def render(
         "`isub` (`iadd`, `imul`...) an augmented assignment to a name (`w -= v`), as "
         "Python's `operator` module names it; a binary operator is the torch function it "
         "calls (`a * b`: `mul`); `*range` a range star-unpacked into a call's arguments.\n\n",
+        "Mechanism calls: the calls of a meaning the bug is known to make, by its forms "
+        "and its essential calls. A failing program that makes a call of another meaning "
+        "is reported as new, not as the bug: a shrunk program keeps only what its "
+        "failure needs. In-place writes, random draws and transfers count by their class "
+        "(`inplace`, `rng`, `transfer`), index writes as `index-write`; arithmetic, "
+        "views, `backward`, reads of `.grad` and cuts between graphs are not listed, and "
+        "never count.\n\n",
         *(f"{line}\n" for line in counts_lines(entries)),
         "\nThe baselines:\n\n",
         *(f"{baselines_line(d, len(read_bugs(d)))}\n" for d in baselines()),

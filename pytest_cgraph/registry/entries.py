@@ -1234,6 +1234,11 @@ class Registry:
         """Whether any entry has this base signature (cheap: no layer needed yet)."""
         return difference.signature in self._entries
 
+    def mechanism_calls(self, bug: str) -> frozenset[str]:
+        """What ``bug``'s forms and essential calls say of its mechanism
+        (:func:`mechanism_tokens`): a program it claims makes no call beyond these."""
+        return frozenset(self._mechanism.get(bug, ()))
+
     def explains(self, entry: KnownBug, ops: frozenset[str]) -> bool:
         """Whether every call of a failing program that tells a mechanism apart
         (:func:`mechanism_tokens`: a metadata change, an index write, a hook, a grad
@@ -1251,7 +1256,7 @@ class Registry:
         if entry.bug is None or not entry.essential or not ops:
             # No bug, or one whose forms' signatures name it whichever op reaches it.
             return True
-        return mechanism_tokens(ops) <= self._mechanism.get(entry.bug, set())
+        return mechanism_tokens(ops) <= self.mechanism_calls(entry.bug)
 
     def narrows(self, difference: Difference) -> bool:
         """Whether this failure is an entry's only if its program makes the calls that
