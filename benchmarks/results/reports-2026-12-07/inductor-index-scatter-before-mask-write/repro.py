@@ -5,7 +5,7 @@ def fn(a0):
     v0[v0 > 0] = -2.0
     return (v0,)
 
-args = (torch.randn((2, 1), generator=torch.Generator().manual_seed(1000)),)
+args = (torch.ones((2, 1)),)
 expected = fn(*args)
 compiled_fn = torch.compile(fn)
 actual = compiled_fn(*args)

@@ -7,8 +7,7 @@ def fn(p1):
     v0 = p1 * p1
     return (v0,)
 
-g = torch.Generator().manual_seed(1000)
-p1 = torch.randn((1,), generator=g)
+p1 = torch.ones((1,))
 p1 = torch.nn.Parameter(p1)
 eager_args = (p1,)
 compiled_args = copy.deepcopy(eager_args)
