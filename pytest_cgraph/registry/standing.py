@@ -45,6 +45,9 @@ class ContractClass(str, enum.Enum):
     IDENTITY_ONLY = "identity-only"
     #: Eager's own result is unspecified (repeated indices of ``index_put_``).
     EAGER_UNDEFINED = "eager-undefined"
+    #: Eager itself is wrong (an autograd bug eager meets without compiling): a
+    #: bug to file, against autograd, not torch.compile.
+    EAGER_BUG = "eager-bug"
 
     def __str__(self) -> str:
         return self.value
@@ -61,6 +64,7 @@ _WORDS = {
     ContractClass.PRIVATE_API: "calls a private API",
     ContractClass.IDENTITY_ONLY: "object identity only",
     ContractClass.EAGER_UNDEFINED: "eager's result is undefined",
+    ContractClass.EAGER_BUG: "eager itself is wrong (an autograd bug, not compile's)",
 }
 
 
