@@ -1313,6 +1313,10 @@ class Registry:
         showed either, whatever its calls or exact signature
         (:mod:`pytest_cgraph.registry.own_backend`).
         """
+        if difference.iteration == 1:
+            # What ``advance`` does between calls has not run before the first
+            # call's difference: it is no part of this failure's mechanism.
+            ops = frozenset(op for op in ops if op.split(".")[0] != ADVANCED)
         candidates = self._entries.get(difference.signature, [])
         if difference.ends_process and difference.message:
             # An entry of a dead process recorded without its site (an older
@@ -1322,6 +1326,15 @@ class Registry:
         # A bug's form is this failure's only if the bug is known to make each call
         # of the program that names a mechanism, whatever the signature says.
         candidates = [entry for entry in candidates if self.explains(entry, ops)]
+        if ops:
+            # A message names its bug only in a program that makes the bug's
+            # essential calls: Dynamo's own checks ("Guard failed on the same
+            # frame it was created") end mechanisms of other calls too.
+            candidates = [
+                entry
+                for entry in candidates
+                if entry.bug is None or not entry.essential or entry.claims(ops)
+            ]
         by_kin = not candidates and difference.kin_signature is not None
         if by_kin:
             # autograd's check named another node (the op that made the tensor):

@@ -32,6 +32,7 @@ from pytest_cgraph.strategies.ops import (
     ops_for,
 )
 from pytest_cgraph.strategies.program import (
+    FRESH_SCHEDULES,
     LAYOUTS,
     MODULE_HOOKS,
     OPTIMIZERS,
@@ -115,12 +116,16 @@ TRACE_BUILD_CLASS = "torch._dynamo.config.enable_trace_load_build_class"
 _OPTIMIZER = st.sampled_from(OPTIMIZERS)
 _MODULE_HOOK = st.sampled_from(MODULE_HOOKS)
 _LAYOUT = st.sampled_from(LAYOUTS)
-_SCHEDULE = st.sampled_from(SCHEDULES)
+#: The schedules family's schedules: all but ``marked_dynamic``, the serving
+#: family's own (added to it without changing what the others draw).
+_SCHEDULE = st.sampled_from(tuple(s for s in SCHEDULES if s != "marked_dynamic"))
 _TRAINING_SCHEDULE = st.sampled_from(("persistent", "optimizer", "param_update"))
 #: A server's calls: shapes that change from call to call (a batch, a sequence
 #: length), outputs fed back as the next call's inputs (a cache handed on), host
 #: numbers that change (the step), or the same inputs kept (a preallocated cache).
-_SERVING_SCHEDULE = st.sampled_from(("dynamic", "feedback", "fresh", "persistent"))
+_SERVING_SCHEDULE = st.sampled_from(
+    ("dynamic", "feedback", "fresh", "persistent", "marked_dynamic")
+)
 
 
 def programs(
@@ -393,7 +398,7 @@ def _tensor_spec(
         return InputSpec(name, role, shape, "float32", requires_grad=True)
     dtype = draw(_DTYPE) if draw(_ONE_IN_FOUR) == 3 else "float32"
     layout = draw(_LAYOUT)
-    if schedule not in ("fresh", "dynamic"):
+    if schedule not in FRESH_SCHEDULES:
         if layout == "alias_sometimes":
             layout = "alias"  # inputs are built once: aliased on every call
     elif layout == "alias" and draw(_COIN):
@@ -420,7 +425,7 @@ def _tensor_spec(
     if layout == "nonleaf":
         # Built anew each call, as activations are: reused, its history
         # would be backpropagated through again by the next call.
-        if role != "argument" or schedule not in ("fresh", "dynamic"):
+        if role != "argument" or schedule not in FRESH_SCHEDULES:
             layout = "contiguous"
         else:
             dtype = dtype if dtype in _DIFFERENTIABLE else "float32"

@@ -1188,8 +1188,15 @@ def _parameter_update(ctx: Context) -> tuple[list[str], bool]:
         "{x}.sub_(0.1 * {x}.grad)",
         "{x}.add_({x}.grad, alpha=-0.1)",
         "{x}.mul_(0.99).sub_({x}.grad, alpha=0.1)",
+        "torch._foreach_add_([{x}], [{x}.grad], alpha=-0.1)",
     )
-    clears = ("{x}.grad = None", "", "{x}.grad.zero_()")
+    clears = (
+        "{x}.grad = None",
+        "",
+        "{x}.grad.zero_()",
+        "{x}.grad = torch.zeros_like({x})",
+        "torch._foreach_zero_([{x}.grad])",
+    )
     # One draw for the pair, spread evenly (a wide integer modulo the choices):
     # two draws of one kind come out alike too often to meet every pair.
     update, clear = [(u, c) for u in updates for c in clears][
@@ -1217,6 +1224,103 @@ def _optimizer_step(ctx: Context) -> tuple[list[str], bool]:
         f"{ctx.new_name} = {optimizer.format(x=ctx.x)}",
         f"{ctx.new_name}.step()",
         f"{ctx.new_name}.zero_grad(set_to_none={none})",
+    ], False
+
+
+#: A learning-rate schedule stepped after its optimizer, as every loop does:
+#: the next step's rate is read from the optimizer's param group.
+_SCHEDULERS = (
+    "torch.optim.lr_scheduler.StepLR({o}, 1, gamma=0.5)",
+    "torch.optim.lr_scheduler.LambdaLR({o}, lambda epoch: 1.0 / (epoch + 1))",
+    "torch.optim.lr_scheduler.LinearLR({o}, start_factor=0.5, total_iters=2)",
+)
+
+
+def _scheduled_step(ctx: Context) -> tuple[list[str], bool]:
+    # An optimizer with a rate schedule, both built inside the step, the rate a
+    # float or a tensor (what a compiled optimizer asks for, so that a changed
+    # rate is a new value and not a recompile); two steps, so the second runs
+    # at the rate the schedule set.
+    lr = ctx.draw(st.sampled_from(["0.1", "torch.tensor(0.1)"]))
+    optimizer = ctx.draw(
+        st.sampled_from(
+            [
+                "torch.optim.SGD([{x}], lr={lr}, momentum=0.9)",
+                "torch.optim.Adam([{x}], lr={lr})",
+            ]
+        )
+    )
+    schedule = ctx.draw(st.sampled_from(_SCHEDULERS))
+    o = ctx.new_name
+    return [
+        f"{o} = {optimizer.format(x=ctx.x, lr=lr)}",
+        f"{o}_schedule = {schedule.format(o=o)}",
+        f"{o}.step()",
+        f"{o}_schedule.step()",
+        f"{o}.step()",
+        f"{o}.zero_grad()",
+    ], False
+
+
+def _scaled_step(ctx: Context) -> tuple[list[str], bool]:
+    # Mixed-precision training's loss scaling: the loss scaled up before its
+    # backward, the gradients unscaled and checked for infinities before the
+    # step, the scale updated after (GradScaler's own calls, or the fused
+    # kernels it is made of).
+    device = ctx.t.device.type
+    o = ctx.new_name
+    how = ctx.draw(st.sampled_from(["scaler", "kernels"]))
+    if how == "scaler":
+        return [
+            f"{o} = torch.optim.SGD([{ctx.x}], lr=0.1)",
+            f'{o}_scaler = torch.amp.GradScaler("{device}", init_scale=4.0)',
+            f"{o}_scaler.scale(({ctx.x} * {ctx.x}).sum()).backward()",
+            f"{o}_scaler.step({o})",
+            f"{o}_scaler.update()",
+            f"{o}.zero_grad()",
+        ], False
+    return [
+        f"({ctx.x} * {ctx.x}).sum().mul(4.0).backward()",
+        f"{o} = torch.zeros(())",
+        f"{o}_inv = torch.full((), 0.25)",
+        f"torch._amp_foreach_non_finite_check_and_unscale_([{ctx.x}.grad], {o}, {o}_inv)",
+        "with torch.no_grad():",
+        f"    {ctx.x}.sub_(0.1 * {ctx.x}.grad * (1 - {o}))",
+        f"{ctx.x}.grad = None",
+    ], False
+
+
+def _ema_update(ctx: Context) -> tuple[list[str], bool] | None:
+    # An exponential moving average of a parameter, kept in a tensor of its
+    # own (a model's EMA copy) and written in place after the update.
+    # A parameter of another shape is averaged to one number (the copy then
+    # tracks its mean), so that a step's buffer always finds one to follow.
+    source = ctx.other(lambda t: t.requires_grad and t.is_floating_point())
+    if source is None or source == ctx.x:
+        return None
+    followed = next(v.tensor for v in ctx.variables if v.name == source)
+    if followed is None or followed.shape != ctx.t.shape:
+        source = f"{source}.mean()"
+    how = ctx.draw(
+        st.sampled_from(
+            [
+                "with torch.no_grad():\n    {e}.lerp_({p}, 0.1)",
+                "with torch.no_grad():\n    {e}.mul_(0.9).add_({p}, alpha=0.1)",
+                "torch._foreach_lerp_([{e}], [{p}.detach()], 0.1)",
+                "{e}.copy_(0.9 * {e} + 0.1 * {p}.detach())",
+            ]
+        )
+    )
+    return how.format(e=ctx.x, p=source).split("\n"), False
+
+
+def _accumulate(ctx: Context) -> tuple[list[str], bool]:
+    # Gradient accumulation: micro-batch losses, each divided by their count,
+    # backpropagated one after another into the same .grad before one step.
+    micro = ctx.draw(st.sampled_from([2, 3]))
+    return [
+        f"for {ctx.new_name} in range({micro}):",
+        f"    ({ctx.x} * ({ctx.new_name} + 1)).sum().div({micro}).backward()",
     ], False
 
 
@@ -1662,6 +1766,10 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("parameter_update", "inplace", TRAINING, _leaf_holding_grad, _parameter_update),
     OpSpec("optimizer_step", "inplace", TRAINING, _leaf_holding_grad, _optimizer_step),
     OpSpec("clip_grad", "inplace", TRAINING, _leaf_holding_grad, _clip_grad),
+    OpSpec("scheduled_step", "inplace", TRAINING, _leaf_holding_grad, _scheduled_step),
+    OpSpec("scaled_step", "inplace", TRAINING, _leaf_with_grad, _scaled_step),
+    OpSpec("ema_update", "inplace", TRAINING, _writable(_floating), _ema_update),
+    OpSpec("accumulate", "autograd", TRAINING, _leaf_with_grad, _accumulate),
     # A serving step's caches (serving only).
     OpSpec("cache_append", "outplace", SERVING, _floating_rank(1), _cache_append),
     OpSpec("cache_write", "inplace", SERVING, _writable(_floating_rank(1)), _cache_write),

@@ -21,6 +21,8 @@ from pytest_cgraph.strategies.templates import HOLDER, MODULE, TEMPLATES
 #: ``param_update``: persistent, with an SGD step on parameters under no_grad between calls;
 #: ``feedback``: an output becomes the next call's first argument;
 #: ``dynamic``: fresh tensors whose first dimension grows with the iteration;
+#: ``marked_dynamic``: as ``dynamic``, each growing dimension marked dynamic
+#: (``torch._dynamo.mark_dynamic``) before the call, as servers mark a batch;
 #: ``optimizer``: persistent, with a real ``torch.optim`` step and ``zero_grad``
 #: between calls (parameters and grads changed in place, optimizer state kept);
 #: ``module_hooks``: persistent, with a hook registered on each module argument
@@ -34,7 +36,12 @@ SCHEDULES = (
     "dynamic",
     "optimizer",
     "module_hooks",
+    "marked_dynamic",
 )
+#: Schedules that build new inputs for every call, and those of them whose
+#: inputs' first dimension grows with the call.
+FRESH_SCHEDULES = ("fresh", "dynamic", "marked_dynamic")
+GROWING_SCHEDULES = ("dynamic", "marked_dynamic")
 
 #: Optimizers the ``optimizer`` schedule steps, as constructed over ``params``.
 OPTIMIZERS = (
@@ -230,7 +237,7 @@ class Program:
 
     def render_inputs(self) -> str:
         """``def inputs(k)``: iteration k's arguments, built the same way for both sides."""
-        fresh = self.schedule in ("fresh", "dynamic")
+        fresh = self.schedule in FRESH_SCHEDULES
         lines = [
             "def inputs(k):",
             f"    g = torch.Generator().manual_seed({'1000 + k' if fresh else '1000'})",
@@ -334,7 +341,7 @@ class Program:
         parts += [
             "",
             "",
-            f"{protocol.FRESH_INPUTS} = {self.schedule in ('fresh', 'dynamic')}",
+            f"{protocol.FRESH_INPUTS} = {self.schedule in FRESH_SCHEDULES}",
             f"{protocol.ITERS} = {self.iters}",
             *([f"{protocol.COMPILED_AUTOGRAD} = True"] if self.compiled_autograd else []),
             *([f"{protocol.COMPILE} = {STAGES!r}"] if self.chained else []),
@@ -395,14 +402,14 @@ def _build_input(spec: InputSpec, schedule: str) -> list[str]:
     if spec.role == "random":
         # Seeded per call where inputs are fresh; else one object, whose
         # state each call's draws advance.
-        seed = "1000 + k" if schedule in ("fresh", "dynamic") else "7"
+        seed = "1000 + k" if schedule in FRESH_SCHEDULES else "7"
         return [f"{name} = random.Random({seed})"]
     if spec.role == "number":
-        return [f"{name} = 0.5 + k" if schedule in ("fresh", "dynamic") else f"{name} = 0.5"]
+        return [f"{name} = 0.5 + k" if schedule in FRESH_SCHEDULES else f"{name} = 0.5"]
     if spec.role == "scalar":
-        value = "0.5 + k" if schedule in ("fresh", "dynamic") else "0.5"
+        value = "0.5 + k" if schedule in FRESH_SCHEDULES else "0.5"
         return [f"{name} = torch.tensor({value})"]
-    grow = schedule == "dynamic" and spec.layout in ("contiguous", "sliced")
+    grow = schedule in GROWING_SCHEDULES and spec.layout in ("contiguous", "sliced")
     shape = spec.shape
     lines: list[str]
     if spec.layout == "transposed" and len(shape) >= 2:
@@ -438,6 +445,8 @@ def _build_input(spec: InputSpec, schedule: str) -> list[str]:
         lines.append(f"{name} = torch.nn.Parameter({name})")
     elif spec.requires_grad:
         lines.append(f"{name}.requires_grad_(True)")
+    if grow and schedule == "marked_dynamic":
+        lines.append(f"torch._dynamo.mark_dynamic({name}, 0)")
     return lines
 
 

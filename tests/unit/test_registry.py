@@ -13,6 +13,7 @@ import pytest
 
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role, error_in_headline
 from pytest_cgraph.registry.entries import (
+    ADVANCED,
     AUTOCAST,
     BUGS_FILE,
     DATA_ASSIGNED,
@@ -578,10 +579,11 @@ def test_every_shipped_form_met_again_through_its_own_calls_is_its_own_bug(
         if entry.bug is None:
             continue
         # Judged as a broad failure of its signature (no message to name it by):
-        # the program's calls and the layer decide, as they do in a campaign.
+        # the program's calls and the layer decide, as they do in a campaign; at a
+        # later call, so that what advance does between calls counts too.
         failure = cast(
             Difference,
-            SimpleNamespace(signature=entry.signature, message="", kin_signature=None),
+            SimpleNamespace(signature=entry.signature, message="", kin_signature=None, iteration=2),
         )
         failure.ends_process = False  # type: ignore[misc]
         judged = registry.match(failure, lambda entry=entry: entry.layer, entry.ops)
@@ -782,3 +784,50 @@ def test_every_shipped_form_s_own_program_is_one_its_bug_is_known_to_make(direct
         and not registry.explains(entry, program_ops(str(recorded_settings(entry.path)["program"])))
     ]
     assert unexplained == []
+
+
+def test_what_advance_does_is_no_part_of_a_first_call_s_difference() -> None:
+    """A training campaign's module-buffer bug came out new for its program's
+    ``optimizer`` schedule: an ``advance`` between calls, which the bug's forms do
+    not have. Its difference was at the first call, before any advance ran: there
+    the schedule is no part of the mechanism; at a later call it may be."""
+    bug = KnownBug(
+        "grad-grad",
+        "aot_eager",
+        Path("buffer.toml"),
+        frozenset({"Counter()", "backward"}),
+        "module-buffer-grad-ahead",
+        ("Counter()",),
+    )
+    registry = Registry([bug])
+    calls = frozenset({"Counter()", "backward", "pow", ADVANCED, f"{ADVANCED}.register_hook"})
+    first = Difference(Kind.GRAD, 1, Place(Role.GRAD, name="a0"))
+    assert registry.match(first, lambda: "aot_eager", calls) is bug
+    assert registry.match(WRONG_GRAD, lambda: "aot_eager", calls) is None
+
+
+def test_a_crash_message_names_its_bug_only_where_the_bug_s_essential_calls_are_made() -> None:
+    """Dynamo raises "Guard failed on the same frame it was created" from more than
+    one mechanism: an in-place metadata op under ``vmap``, and ``aten.transpose_`` of
+    an input whose size changes. A serving hunt's aten program was named the vmap
+    bug by the message alone; the message names the bug only with ``vmap`` present."""
+    guard = Difference(
+        Kind.CRASH,
+        2,
+        Place(Role.COMPILED, name="call"),
+        exception_type="AssertionError",
+        message="Guard failed on the same frame it was created",
+    )
+    vmap_bug = KnownBug(
+        guard.signature,
+        "eager",
+        Path("vmap.toml"),
+        frozenset({"vmap", "transpose_"}),
+        "dynamo-vmap-inplace-guard",
+        ("vmap",),
+    )
+    registry = Registry([vmap_bug])
+    assert registry.match(guard, lambda: "eager", frozenset({"vmap", "transpose_"})) is vmap_bug
+    assert registry.match(guard, lambda: "eager", frozenset({"transpose_", "add"})) is None
+    # No calls known (a check of a function whose source is not read): the message decides.
+    assert registry.match(guard, lambda: "eager", frozenset()) is vmap_bug

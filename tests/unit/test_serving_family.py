@@ -5,7 +5,9 @@ place at the step's position (a Python number that changes every call, or
 the first or last row), shift a ring buffer, and read the filled part. Its
 schedules change the inputs from call to call as a server's do: shapes that
 grow, outputs fed back as the next call's inputs, host numbers that change,
-or one cache kept. The ops are the family's alone: ``mixed`` draws none.
+or one cache kept; a growing batch marked dynamic
+(``torch._dynamo.mark_dynamic``) or left to Dynamo's automatic dynamic
+shapes. The ops are the family's alone: ``mixed`` draws none.
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ SERVING_ONLY = {"cache_append", "cache_write", "cache_shift", "cache_prefix"}
 def test_a_serving_step_grows_writes_and_reads_its_caches_over_changing_calls() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        drawn = draw_programs(60, families=("serving",), seed=1)
+        drawn = draw_programs(100, families=("serving",), seed=1)
     ops = Counter(statement.op for program in drawn for statement in program.statements)
     assert set(ops) >= SERVING_ONLY, ops
     schedules = Counter(program.schedule for program in drawn)
-    assert set(schedules) >= {"dynamic", "feedback", "fresh", "persistent"}, schedules
+    assert set(schedules) >= {"dynamic", "feedback", "fresh", "persistent", "marked_dynamic"}
     sources = [program.render() for program in drawn]
+    # A batch marked dynamic before the call, as a server marks it: the size grows.
+    assert any("torch._dynamo.mark_dynamic(" in s and "+ k - 1" in s for s in sources)
     assert any("torch.cat([" in s for s in sources)
     # A write at the step's position, carried by a number that changes every call.
     assert any("int(n" in s and "% " in s and "0.5 + k" in s for s in sources)
