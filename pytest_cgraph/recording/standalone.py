@@ -155,11 +155,7 @@ class _Module:
             return
         self.bound[name] = value
         if isinstance(value, types.ModuleType):
-            self.imports[name] = (
-                f"import {value.__name__}"
-                if value.__name__ == name
-                else f"import {value.__name__} as {name}"
-            )
+            self.imports[name] = _module_binding(name, value)
         elif isinstance(value, (torch.dtype, torch.device, torch.Size)) or _is_literal(value):
             self.constants[name] = f"{name} = {_constant(value)}"
         elif isinstance(value, (types.FunctionType, type)):
@@ -273,6 +269,23 @@ def _importable_from_package(value: Any) -> bool:
         return False
     installed = {Path(sysconfig.get_paths()[key]).resolve() for key in ("purelib", "platlib")}
     return any(path in Path(origin).resolve().parents for path in installed)
+
+
+def _module_binding(name: str, module: types.ModuleType) -> str:
+    """The lines that bind ``name`` to ``module`` in a repro: an import, or, for a
+    namespace that is an attribute of a package and no module of its own
+    (``aten = torch.ops.aten``: ``import torch.ops.aten`` fails), the package's
+    import and the attribute."""
+    dotted = module.__name__
+    if sys.modules.get(dotted) is module:
+        return f"import {dotted}" if dotted == name else f"import {dotted} as {name}"
+    root, *path = dotted.split(".")
+    reached: object = sys.modules.get(root)
+    for part in path:
+        reached = getattr(reached, part, None)
+    if reached is not module:
+        raise NotInlinable(f"module {name!r} ({dotted}) is neither imported nor reachable")
+    return f"import {root}\n{name} = {dotted}"
 
 
 def _import_line(name: str, value: Any) -> str:

@@ -37,6 +37,17 @@ def uses_the_module(x: torch.Tensor, n: int) -> torch.Tensor:
     return Affine()(x.to(DTYPE).float()) + n + math.pi
 
 
+#: A namespace of ops bound at module level, as tests spelling ATen ops write it:
+#: an attribute of torch, not a module ``import torch.ops.aten`` finds.
+aten = torch.ops.aten
+
+
+def transposes_in_place(x: torch.Tensor) -> torch.Tensor:
+    y = x * 2
+    aten.t_(y)
+    return y
+
+
 def returns_its_argument(x: torch.Tensor) -> torch.Tensor:
     return x
 
@@ -452,3 +463,13 @@ def test_a_function_defined_in_a_test_is_written_at_module_level_unless_it_close
     torch.testing.assert_close(program(torch.tensor([-1.0, 2.0])), torch.tensor([0.0, 2 * math.pi]))
     with pytest.raises(NotInlinable, match="reads scale of the function it is defined in"):
         program_source(scaled_model, ["x"], [torch.ones(1)], iters=2)
+
+
+def test_a_namespace_of_ops_bound_at_module_level_is_bound_from_its_package() -> None:
+    """``aten = torch.ops.aten`` was written ``import torch.ops.aten as aten``, which
+    raises ModuleNotFoundError: the repro then reported that, not the difference."""
+    x = torch.arange(6.0).reshape(2, 3)
+    source, _ = program_source(transposes_in_place, ["x"], [x], iters=1)
+    assert "aten = torch.ops.aten" in source and "import torch.ops" not in source
+    namespace = load_source(source, "<standalone test>")
+    torch.testing.assert_close(namespace[PROGRAM](*namespace[INPUTS](1)), transposes_in_place(x))
