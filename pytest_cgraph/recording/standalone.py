@@ -160,6 +160,8 @@ class _Module:
             self.constants[name] = f"{name} = {_constant(value)}"
         elif isinstance(value, (types.FunctionType, type)):
             self.definition(name, value)
+        elif _is_custom_op(value):
+            self.custom_op(name, value)
         elif callable(value) and _importable_from_package(value):
             self.imports[name] = _import_line(name, value)
         else:
@@ -184,12 +186,96 @@ class _Module:
             self.need(needed, namespace)
         self.definitions.append(text)
 
+    def custom_op(self, name: str, op: Any) -> None:
+        """A ``torch.library.custom_op`` of the test's module: its decorated definition
+        and every top-level statement there that registers to it (``register_fake``,
+        ``register_autograd``), copied under a guard, so that a process that has
+        registered the op already (the test's own) binds it instead of failing."""
+        function = op._init_fn
+        if id(op) in self.visiting:
+            return
+        self.visiting.add(id(op))
+        module = sys.modules.get(function.__module__)
+        try:
+            source = inspect.getsource(module) if module is not None else None
+        except (OSError, TypeError):
+            source = None
+        if source is None:
+            raise NotInlinable(f"the source of custom op {name!r} is not available")
+        tree = ast.parse(source)
+        kept = [
+            statement
+            for statement in tree.body
+            if _defines_or_registers(statement, name, function.__name__)
+        ]
+        if not any(isinstance(s, ast.FunctionDef) and s.name == name for s in kept):
+            raise NotInlinable(f"custom op {name!r} is not defined by a def of that name")
+        lines = source.splitlines()
+        body = []
+        for statement in kept:
+            first = min(
+                [statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", []))]
+            )
+            body.append("\n".join(lines[first - 1 : statement.end_lineno]))
+            for needed in _loads(statement) - {name, "_", "torch"}:
+                self.need(needed, vars(module))
+        namespace, _, op_name = f"{op._namespace}::{op._name}".partition("::")
+        guarded = textwrap.indent("\n\n".join(body), "    ")
+        self.definitions.append(
+            f"# The test's custom op; registered once per process.\n"
+            f'if not hasattr(torch.ops.{namespace}, "{op_name}"):\n{guarded}\n'
+            f"else:\n    {name} = torch.ops.{namespace}.{op_name}"
+        )
+
     def preamble(self) -> str:
         parts = ["\n".join(self.imports.values())]
         if self.constants:
             parts.append("\n".join(self.constants.values()))
         parts.extend(self.definitions)
         return "\n\n\n".join(parts)
+
+
+def _is_custom_op(value: object) -> bool:
+    """Whether ``value`` is a ``torch.library.custom_op`` (a ``CustomOpDef``)."""
+    from torch._library.custom_ops import CustomOpDef
+
+    return isinstance(value, CustomOpDef)
+
+
+def _defines_or_registers(statement: ast.stmt, name: str, function: str) -> bool:
+    """Whether a top-level ``statement`` defines custom op ``name`` (its decorated
+    def) or registers to it (``@name.register_fake``, ``name.register_autograd(...)``)."""
+    if isinstance(statement, ast.FunctionDef) and statement.name in (name, function):
+        return True
+    targets: list[ast.expr] = []
+    if isinstance(statement, ast.FunctionDef):
+        targets = list(statement.decorator_list)
+    elif isinstance(statement, ast.Expr):
+        targets = [statement.value]
+    for target in targets:
+        call = target.func if isinstance(target, ast.Call) else target
+        if (
+            isinstance(call, ast.Attribute)
+            and call.attr.startswith("register_")
+            and isinstance(call.value, ast.Name)
+            and call.value.id == name
+        ):
+            return True
+    return False
+
+
+def _loads(statement: ast.stmt) -> set[str]:
+    """The names ``statement`` reads (its globals, as far as a copy needs them)."""
+    bound = {node.arg for node in ast.walk(statement) if isinstance(node, ast.arg)} | {
+        node.id
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+    }
+    return {
+        node.id
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    } - bound
 
 
 def _definition_text(

@@ -767,9 +767,43 @@ def program_ops(source: str) -> frozenset[str]:
             for key in config.keys
             if isinstance(key, ast.Constant) and isinstance(key.value, str)
         )
+    # A custom op of the source's own that writes its arguments' values is the
+    # templates' add_one_ under another name: what it is, not what it is called.
+    own_writes = ops & _value_writing_custom_ops(tree)
+    if own_writes:
+        ops = (ops - own_writes) | {CUSTOM_OP_WRITE}
     # Compiling in stages splits the graph where the program says so, which
     # is a cause of its own: the pseudo-op says the program was staged.
     return frozenset((ops - stages) | ({STAGED} if stages else set()))
+
+
+def _value_writing_custom_ops(tree: ast.Module) -> frozenset[str]:
+    """The names of the source's ``torch.library.custom_op`` functions that declare
+    ``mutates_args`` and change no metadata (no ``set_`` or ``resize_`` in their
+    body), by function and by op name (``"ns::bump_"`` gives ``bump_``)."""
+    names = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        for decorator in node.decorator_list:
+            called = decorator.func if isinstance(decorator, ast.Call) else None
+            spelled = getattr(called, "attr", getattr(called, "id", None))
+            if not isinstance(decorator, ast.Call) or spelled != "custom_op":
+                continue
+            mutates = next((k.value for k in decorator.keywords if k.arg == "mutates_args"), None)
+            if mutates is None or (isinstance(mutates, ast.Tuple | ast.List) and not mutates.elts):
+                continue
+            body_calls = {
+                sub.func.attr
+                for sub in ast.walk(node)
+                if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)
+            }
+            if body_calls & {"set_", "resize_", "resize_as_"}:
+                continue
+            names.add(node.name)
+            if decorator.args and isinstance(decorator.args[0], ast.Constant):
+                names.add(str(decorator.args[0].value).rpartition("::")[2])
+    return frozenset(names)
 
 
 def _aliased_inputs(inputs: ast.FunctionDef) -> bool:
@@ -1031,6 +1065,10 @@ INPUTS_BY_CALL = "INPUTS_BY_CALL"
 ALIASED_INPUTS = "ALIASED_INPUTS"
 #: ... for a program whose outputs or state feed the next call (``advance``).
 ADVANCED = "ADVANCE"
+#: ... for a call of a custom op of the source's own that writes its arguments'
+#: values (``mutates_args``, no metadata change): one more spelling of the
+#: templates' ``add_one_``.
+CUSTOM_OP_WRITE = "CUSTOM_OP_WRITE"
 #: ... for a program run under an autocast (``AUTOCAST = "bfloat16"``).
 AUTOCAST = "AUTOCAST"
 #: Where a source sets compile settings (read for ``CONFIG.X`` pseudo-ops).

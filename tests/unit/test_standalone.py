@@ -15,6 +15,7 @@ import torch.utils._pytree as pytree
 from pytest_cgraph.checking.runner import load_source
 from pytest_cgraph.oracle.protocol import FRESH_INPUTS, INPUTS, ITERS, PROGRAM
 from pytest_cgraph.recording.standalone import INLINE_ELEMENTS, NotInlinable, program_source
+from pytest_cgraph.registry.entries import CUSTOM_OP_WRITE, program_ops
 
 SCALE = 3.0
 DTYPE = torch.float64
@@ -46,6 +47,22 @@ def transposes_in_place(x: torch.Tensor) -> torch.Tensor:
     y = x * 2
     aten.t_(y)
     return y
+
+
+@torch.library.custom_op("cgraph_standalone::bump_", mutates_args=("pos",))
+def bump_(pos: torch.Tensor, n: int) -> None:
+    pos.add_(n)
+
+
+@bump_.register_fake
+def _(pos: torch.Tensor, n: int) -> None:
+    return None
+
+
+def bumps_with_a_custom_op(pos: torch.Tensor) -> torch.Tensor:
+    old = pos.clone()
+    bump_(pos, 2)
+    return old
 
 
 def returns_its_argument(x: torch.Tensor) -> torch.Tensor:
@@ -473,3 +490,19 @@ def test_a_namespace_of_ops_bound_at_module_level_is_bound_from_its_package() ->
     assert "aten = torch.ops.aten" in source and "import torch.ops" not in source
     namespace = load_source(source, "<standalone test>")
     torch.testing.assert_close(namespace[PROGRAM](*namespace[INPUTS](1)), transposes_in_place(x))
+
+
+def test_a_custom_op_of_the_test_s_module_is_copied_with_its_registrations() -> None:
+    """A user's custom op left the check without a repro file ("a CustomOpDef, which
+    cannot be written"), so a known bug met through it could not be named."""
+    source, _ = program_source(bumps_with_a_custom_op, ["pos"], [torch.tensor(1.0)], iters=1)
+    assert '@torch.library.custom_op("cgraph_standalone::bump_"' in source
+    assert "@bump_.register_fake" in source
+    # This process registered the op already: the copy binds it instead.
+    assert 'if not hasattr(torch.ops.cgraph_standalone, "bump_"):' in source
+    namespace = load_source(source, "<standalone test>")
+    pos = torch.tensor(1.0)
+    assert namespace[PROGRAM](pos).item() == 1.0 and pos.item() == 3.0
+    # Read for naming, it is a value-writing custom op, whatever its name.
+    ops = program_ops(source)
+    assert CUSTOM_OP_WRITE in ops and "bump_" not in ops
