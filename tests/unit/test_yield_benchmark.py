@@ -119,3 +119,24 @@ def test_a_short_campaign_runs_with_the_baselines_on_and_reports_its_figures(
     assert (tmp_path / "kept" / "after-aot_eager" / "report.json").is_file()
     printed = capsys.readouterr().out
     assert "baselines on" in printed and "training" in printed
+
+
+def test_a_campaign_s_box_is_its_whole_wall_time(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--cgraph-duration`` boxes the whole campaign; the benchmark once passed each
+    item's share as the box, and a "30-minute" campaign of ten families ran 3 minutes."""
+    seen: list[list[str]] = []
+
+    def run(command: list[str], cwd: Path, **_: object) -> object:
+        seen.append(command)
+        (Path(cwd) / "report.json").write_text(json.dumps(REPORT))
+        return None
+
+    monkeypatch.setattr(bench.subprocess, "run", run)
+    options = bench.argparse.Namespace(
+        minutes=30.0, workers=1, seed=1, examples=None, no_baseline=False
+    )
+    bench.campaign(BENCHMARKS.parent, "aot_eager", ["training", "serving", "views"], options, None)
+    (command,) = seen
+    assert "--cgraph-duration=1800s" in command, command
