@@ -984,12 +984,58 @@ def _argument_classes(tree: ast.Module, built: dict[str, ast.Call]) -> dict[str,
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
     }
     classes = dict.fromkeys((name for name in parameters if name in called), MODULE_CALL)
+    writers = _buffer_writing_classes(tree)
     for name, call in built.items():
         if name in classes:
             callee = str(getattr(call.func, "attr", None) or getattr(call.func, "id", ""))
-            if callee[:1].isupper():  # a class; a factory function says nothing of one
+            if callee == REBUILT and call.args and isinstance(call.args[0], ast.Name):
+                callee = call.args[0].id  # a marked test's module, rebuilt from its class
+            if callee in writers:
+                classes[name] = BUFFER_WRITING_MODULE
+            elif callee[:1].isupper():  # a class; a factory function says nothing of one
                 classes[name] = f"{callee}()"
     return classes
+
+
+#: How a repro file rebuilds a marked test's module argument: ``_rebuilt(M, ...)``.
+REBUILT = "_rebuilt"
+#: A module whose forward writes its own state in place (``self.n += 1``), as the
+#: templates' ``Counter`` does: a module of that kind is read as a ``Counter()``,
+#: whatever the source calls its class.
+BUFFER_WRITING_MODULE = "Counter()"
+
+
+def _buffer_writing_classes(tree: ast.Module) -> frozenset[str]:
+    """The source's classes whose ``forward`` writes an attribute of ``self`` in place:
+    an augmented assignment to it, or an in-place method (``self.n.add_(1)``)."""
+    writers = set()
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for method in node.body:
+            if not isinstance(method, ast.FunctionDef) or method.name != "forward":
+                continue
+            if not method.args.args:
+                continue
+            own = method.args.args[0].arg
+
+            def on_self(target: ast.expr, own: str = own) -> bool:
+                return (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == own
+                )
+
+            for sub in ast.walk(method):
+                if (isinstance(sub, ast.AugAssign) and on_self(sub.target)) or (
+                    isinstance(sub, ast.Call)
+                    and isinstance(sub.func, ast.Attribute)
+                    and sub.func.attr.endswith("_")
+                    and not sub.func.attr.startswith("_")
+                    and on_self(sub.func.value)
+                ):
+                    writers.add(node.name)
+    return frozenset(writers)
 
 
 def _subscript_op(node: ast.Subscript) -> str:

@@ -831,3 +831,26 @@ def test_a_crash_message_names_its_bug_only_where_the_bug_s_essential_calls_are_
     assert registry.match(guard, lambda: "eager", frozenset({"transpose_", "add"})) is None
     # No calls known (a check of a function whose source is not read): the message decides.
     assert registry.match(guard, lambda: "eager", frozenset()) is vmap_bug
+
+
+def test_a_module_of_the_test_s_own_that_writes_its_buffer_is_read_as_a_counter() -> None:
+    """A model author's module incrementing a buffer in forward (``s.n += 1``) met the
+    module-buffer bug, whose essential call is the templates' ``Counter()``: the class
+    a module is of says nothing; what its forward writes does."""
+    module = (
+        "class M(torch.nn.Module):\n"
+        "    def forward(s, x):\n"
+        "        s.n += 1\n"
+        "        return x * s.n\n"
+        "class Plain(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x * self.w\n"
+    )
+    program = "def program(model, x):\n    return (model(x),)\n"
+    for built, read_as in (
+        ("_rebuilt(M, True, {}, {}, {}, {})", "Counter()"),
+        ("M()", "Counter()"),
+        ("Plain()", "Plain()"),
+    ):
+        inputs = f"def inputs(k):\n    model = {built}\n    return (model, torch.ones(1))\n"
+        assert read_as in program_ops(module + program + inputs), built
