@@ -997,6 +997,11 @@ def _argument_classes(tree: ast.Module, built: dict[str, ast.Call]) -> dict[str,
     return classes
 
 
+#: The two places autograd's own checks are raised from, each with the other.
+_BACKWARD_SITES = (
+    ("crash-compiled_call-", "crash-compiled_backward-"),
+    ("crash-compiled_backward-", "crash-compiled_call-"),
+)
 #: How a repro file rebuilds a marked test's module argument: ``_rebuilt(M, ...)``.
 REBUILT = "_rebuilt"
 #: A module whose forward writes its own state in place (``self.n += 1``), as the
@@ -1402,6 +1407,14 @@ class Registry:
             # call's difference: it is no part of this failure's mechanism.
             ops = frozenset(op for op in ops if op.split(".")[0] != ADVANCED)
         candidates = self._entries.get(difference.signature, [])
+        if self.layer_decides(difference):
+            # autograd's own check is raised where the backward runs: in the
+            # compiled call when the function calls backward itself, else in the
+            # caller's backward. Where is how it is seen, not its mechanism.
+            for site, other in _BACKWARD_SITES:
+                if difference.signature.startswith(site):
+                    swapped = other + difference.signature[len(site) :]
+                    candidates = candidates + self._entries.get(swapped, [])
         if difference.ends_process and difference.message:
             # An entry of a dead process recorded without its site (an older
             # version's) claims any site of its signal, narrowed by ops below.

@@ -854,3 +854,24 @@ def test_a_module_of_the_test_s_own_that_writes_its_buffer_is_read_as_a_counter(
     ):
         inputs = f"def inputs(k):\n    model = {built}\n    return (model, torch.ones(1))\n"
         assert read_as in program_ops(module + program + inputs), built
+
+
+def test_autograd_s_check_raised_inside_the_compiled_call_is_the_bug_of_its_backward_form() -> None:
+    """A training step that calls backward itself meets the one-node bug's version
+    check inside the compiled call; its forms raise it from the caller's backward.
+    Where the check is raised is how it is seen: the layer and the calls decide."""
+    in_backward = version_error("AddmmBackward0")
+    in_call = dataclasses.replace(in_backward, place=Place(Role.COMPILED, name="call"))
+    assert in_call.signature != in_backward.signature
+    bug = KnownBug(
+        in_backward.signature,
+        "aot_eager",
+        Path("one-node.toml"),
+        frozenset({"backward", "step"}),
+        "one-node-unused-outputs",
+        ("backward",),
+    )
+    registry = Registry([bug])
+    assert registry.match(in_call, lambda: "aot_eager", frozenset({"backward", "pow"})) is bug
+    # Another layer first raising it is another bug, wherever it is raised.
+    assert registry.match(in_call, lambda: "inductor", frozenset({"backward", "pow"})) is None
