@@ -675,6 +675,12 @@ def program_ops(source: str) -> frozenset[str]:
                     receiver = node.func.value
                     if isinstance(receiver, ast.Attribute) and receiver.attr == "autograd":
                         ops.add(f"autograd.{node.func.attr}")  # torch.autograd.grad
+                    elif (isinstance(receiver, ast.Attribute) and receiver.attr == "aten") or (
+                        isinstance(receiver, ast.Name) and receiver.id == "aten"
+                    ):
+                        # torch.ops.aten.t_(x): the op, and how it was spelled (Dynamo
+                        # traces the ATen op where it handles the method apart).
+                        ops.add(f"{ATEN_SPELLING}{node.func.attr}")
                     elif isinstance(receiver, ast.Name) and receiver.id in generators:
                         ops.add(PYTHON_RANDOM)  # a draw from a random.Random argument
                 elif isinstance(node.func, ast.Name) and node.func.id in helpers:
@@ -997,6 +1003,8 @@ def _argument_classes(tree: ast.Module, built: dict[str, ast.Call]) -> dict[str,
     return classes
 
 
+#: The prefix of an op spelled as its ATen op (``torch.ops.aten.t_``: ``aten.t_``).
+ATEN_SPELLING = "aten."
 #: The two places autograd's own checks are raised from, each with the other.
 _BACKWARD_SITES = (
     ("crash-compiled_call-", "crash-compiled_backward-"),

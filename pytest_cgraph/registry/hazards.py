@@ -300,7 +300,9 @@ def mechanism_token(call: str) -> str | None:
     mechanism (a metadata change, an index write, a custom op, a hook, a grad
     mode, a transform, a module holding state, a setting, how inputs are
     handed over)."""
-    if call in GRAPH_CUTS:
+    if call in GRAPH_CUTS or call.startswith("aten."):
+        # A cut between graphs; or an op's ATen spelling, beside the op's own
+        # name (program_ops gives both): the op carries the meaning.
         return None
     if call in CUSTOM_OPS or call.startswith(CONFIG_PREFIX):
         return call
