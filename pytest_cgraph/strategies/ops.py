@@ -1455,8 +1455,26 @@ def _cache_write(ctx: Context) -> tuple[list[str], bool]:
 
 
 def _cache_shift(ctx: Context) -> tuple[list[str], bool]:
-    # A ring buffer moved on by one, then its newest slot written.
-    return [f"{ctx.x}.copy_(torch.roll({ctx.x}, 1, 0))", f"{ctx.x}[0] = 0.5"], False
+    # A ring buffer moved on by one, then its newest slot written: rolled and
+    # copied back, or its rows shifted over themselves from a clone (whose copy
+    # overlaps its source once the buffer spans more than one vector load).
+    shift = ctx.draw(
+        st.sampled_from(["{x}.copy_(torch.roll({x}, 1, 0))", "{x}[1:] = {x}[:-1].clone()"])
+    )
+    return [shift.format(x=ctx.x), f"{ctx.x}[0] = 0.5"], False
+
+
+def _cache_scatter(ctx: Context) -> tuple[list[str], bool]:
+    # A functional cache update, as compiled serving code writes one: the row
+    # scattered into a new tensor, which is then copied back into the cache (or
+    # the cache is cleared for the next request, or kept as it was).
+    position = _position(ctx)
+    start = f"{ctx.x}.shape[0] - 1" if position == "-1" else position
+    then = ctx.draw(st.sampled_from(["{x}.copy_({v})", "{x}.zero_()", ""]))
+    lines = [
+        f"{ctx.new_name} = torch.slice_scatter({ctx.x}, {ctx.x}[:1] * 2, 0, {start}, {start} + 1)"
+    ]
+    return lines + ([then.format(x=ctx.x, v=ctx.new_name)] if then else []), True
 
 
 def _cache_prefix(ctx: Context) -> tuple[list[str], bool]:
@@ -1775,6 +1793,7 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("cache_write", "inplace", SERVING, _writable(_floating_rank(1)), _cache_write),
     OpSpec("cache_shift", "inplace", SERVING, _writable(_floating_rank(1)), _cache_shift),
     OpSpec("cache_prefix", "view", SERVING, _rank_at_least(1), _cache_prefix),
+    OpSpec("cache_scatter", "outplace", SERVING, _writable(_floating_rank(1)), _cache_scatter),
     # The same writes as ATen ops (spellings only).
     OpSpec(
         "aten.add_", "inplace", SPELLINGS, _writable(_floating), _aten("add_", _inplace("add_"))

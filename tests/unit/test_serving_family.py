@@ -17,13 +17,13 @@ from collections import Counter
 
 from pytest_cgraph.strategies import OPS, draw_programs
 
-SERVING_ONLY = {"cache_append", "cache_write", "cache_shift", "cache_prefix"}
+SERVING_ONLY = {"cache_append", "cache_write", "cache_shift", "cache_prefix", "cache_scatter"}
 
 
 def test_a_serving_step_grows_writes_and_reads_its_caches_over_changing_calls() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        drawn = draw_programs(100, families=("serving",), seed=1)
+        drawn = draw_programs(150, families=("serving",), seed=1)
     ops = Counter(statement.op for program in drawn for statement in program.statements)
     assert set(ops) >= SERVING_ONLY, ops
     schedules = Counter(program.schedule for program in drawn)
@@ -35,6 +35,9 @@ def test_a_serving_step_grows_writes_and_reads_its_caches_over_changing_calls() 
     # A write at the step's position, carried by a number that changes every call.
     assert any("int(n" in s and "% " in s and "0.5 + k" in s for s in sources)
     assert any("torch.roll(" in s for s in sources)
+    # Rows shifted over themselves from a clone; a functional update copied back.
+    assert any("[1:] = " in s and "[:-1].clone()" in s for s in sources)
+    assert any("torch.slice_scatter(" in s and ".copy_(v" in s for s in sources)
 
 
 def test_the_serving_ops_are_drawn_by_no_other_family() -> None:
