@@ -4,7 +4,7 @@
                                [--backends aot_eager,cudagraphs,inductor]
                                [--families training,mutation] [--no-baseline]
                                [--triage triage.json] [--examples N] [--keep DIR]
-                               [--json FILE]
+                               [--json FILE] [--reports REPORT.json ...]
 
 Runs one campaign per backend (``--cgraph-duration``, so each gets the same
 wall time, ``-n WORKERS``) with the shipped baselines on: a difference a
@@ -107,7 +107,7 @@ def campaign(
         report["wall"] = wall
         if keep is not None:
             keep.mkdir(parents=True, exist_ok=True)
-            shutil.copy(report_path, keep / "report.json")
+            (keep / "report.json").write_text(json.dumps(report))
             if (work / "repros").exists():
                 shutil.copytree(work / "repros", keep / "repros", dirs_exist_ok=True)
         return report
@@ -142,7 +142,8 @@ def describe(
 ) -> tuple[list[str], dict[str, Any]]:
     """The lines printed for one campaign, and its figures for ``--json``."""
     found = findings(report)
-    hours = report["wall"] / 3600
+    report.setdefault("wall", report.get("seconds", 0.0))  # a report kept before wall was
+    hours = max(report["wall"], 1.0) / 3600
     met = known_bugs(report)
     figures: dict[str, Any] = {
         "tree": label,
@@ -173,9 +174,20 @@ def describe(
         f" {len(found):>5} {len(found) / hours:>8.2f} {len(met):>6}{bugs}"
     ]
     per_family: Counter[str] = Counter(f.get("family") or "?" for f in found)
+    # A bug counts for each family that met it (two families may find one bug).
+    bugs_by_family: dict[str, set[str]] = {}
+    for finding in found:
+        verdict = triaged(finding, triage) if triage is not None else None
+        if verdict and not verdict.startswith("known:") and verdict != "false-alarm":
+            bugs_by_family.setdefault(finding.get("family") or "?", set()).add(verdict)
     for family, programs in sorted((report.get("families") or {}).items()):
+        genuine = len(bugs_by_family.get(family, ()))
         figures["families"][family] = {"programs": programs, "new": per_family[family]}
-        lines.append(f"    {family:<12} {programs:>8} programs {per_family[family]:>4} new")
+        line = f"    {family:<12} {programs:>8} programs {per_family[family]:>4} new"
+        if triage is not None:
+            figures["families"][family]["bugs"] = genuine
+            line += f" {genuine:>4} bugs"
+        lines.append(line)
     for finding in found:
         said = triaged(finding, triage) if triage is not None else None
         where = Path(finding["repro"]).name if finding.get("repro") else "(no repro)"
@@ -216,6 +228,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, default=None, help="write the figures here too")
     parser.add_argument("--keep", type=Path, default=None, help="keep repros and reports here")
+    parser.add_argument(
+        "--reports",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="describe campaigns already run (their kept report.json) instead of running",
+    )
     options = parser.parse_args(argv)
     families = [name for name in options.families.split(",") if name]
     unknown = sorted(set(families) - set(FAMILIES))
@@ -232,15 +251,26 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     baseline = "off" if options.no_baseline else "on"
-    print(
-        f"yield: torch {torch.__version__}, {options.minutes:g} min per campaign, "
-        f"-n {options.workers}, seed {options.seed}, baselines {baseline}"
-    )
+    if options.reports:
+        print(f"yield: {len(options.reports)} kept report(s), as they were run")
+    else:
+        print(
+            f"yield: torch {torch.__version__}, {options.minutes:g} min per campaign, "
+            f"-n {options.workers}, seed {options.seed}, baselines {baseline}"
+        )
     header = ["tree", "backend", "programs", "wall s", "new", "new/h", "known"]
     header += ["bugs", "bugs/h"] if triage is not None else []
     print(" ".join(header))
     results = []
-    for backend in options.backends.split(","):
+    for path in options.reports or ():
+        try:
+            kept: dict[str, Any] = json.loads(path.read_text())
+        except (OSError, ValueError) as error:
+            parser.exit(2, f"error: --reports {path}: {error}\n")
+        lines, figures = describe("kept", str(kept.get("backend")), kept, triage)
+        print("\n".join(lines), flush=True)
+        results.append(figures)
+    for backend in options.backends.split(",") if options.reports is None else ():
         for label, tree in trees:
             keep = options.keep / f"{label}-{backend}" if options.keep else None
             report = campaign(tree.resolve(), backend, families, options, keep)

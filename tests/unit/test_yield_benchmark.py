@@ -140,3 +140,21 @@ def test_a_campaign_s_box_is_its_whole_wall_time(
     bench.campaign(BENCHMARKS.parent, "aot_eager", ["training", "serving", "views"], options, None)
     (command,) = seen
     assert "--cgraph-duration=1800s" in command, command
+
+
+def test_kept_reports_are_described_again_with_a_later_triage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Triage takes longer than a campaign: ``--reports`` counts bugs in campaigns
+    already run, per backend and per family, without running them again."""
+    kept = tmp_path / "report.json"
+    kept.write_text(json.dumps({**REPORT, "backend": "aot_eager", "seconds": 1800.0}))
+    triage = tmp_path / "triage.json"
+    first = REPORT["failures"][0]  # type: ignore[index]
+    triage.write_text(json.dumps({first["signature"]: "some-new-bug"}))
+    assert bench.main(["--reports", str(kept), "--triage", str(triage)]) == 0
+    out = capsys.readouterr().out
+    assert "kept report(s)" in out and "aot_eager" in out
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("    ")}
+    assert rows["training"].rstrip().endswith("1 bugs"), out
+    assert rows["mutation"].rstrip().endswith("0 bugs"), out
