@@ -470,6 +470,7 @@ class Hunt:
             self.strict,
             found=self._found_in_run,
             masked_at=self.masked_at,
+            recheck=self.check,
         )
 
     def _judge(self, case: Case, outcome: Outcome) -> Failure | None:

@@ -783,6 +783,123 @@ def program_ops(source: str) -> frozenset[str]:
     return frozenset((ops - stages) | ({STAGED} if stages else set()))
 
 
+def without_calls(source: str, tokens: frozenset[str]) -> str | None:
+    """``source`` less the statements of its program (and stages) whose calls have a
+    mechanism token in ``tokens``, and less the compile settings named by them;
+    ``None`` where nothing would be deleted, or the program would be left empty.
+
+    Each top-level statement is judged as the program's only one (the rest of the
+    module kept), so that its calls are read as :func:`program_ops` reads them.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    compile_names = _module_constant(tree, STAGED)
+    stages = {
+        element.value
+        for element in (
+            compile_names.elts if isinstance(compile_names, (ast.Tuple, ast.List)) else ()
+        )
+        if isinstance(element, ast.Constant) and isinstance(element.value, str)
+    }
+    deleted = False
+    gone: set[str] = set()
+    around = mechanism_tokens(_pseudo_ops(tree))  # no statement of the program makes them
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef) or node.name not in ("program", *stages):
+            continue
+        kept: list[ast.stmt] = []
+        for statement in node.body:
+            if isinstance(statement, ast.Return):
+                kept.append(statement)
+                continue
+            alone = _with_program(tree, stages, node.args, [statement])
+            calls = program_ops(ast.unparse(alone))
+            if mechanism_tokens(calls) & (tokens - around):
+                deleted = True
+                gone |= {
+                    n.id
+                    for n in ast.walk(statement)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                }
+            else:
+                kept.append(statement)
+        for statement in kept:
+            # What the deleted statements bound is no longer returned.
+            if isinstance(statement, ast.Return) and isinstance(statement.value, ast.Tuple):
+                statement.value.elts = [
+                    e
+                    for e in statement.value.elts
+                    if not (isinstance(e, ast.Name) and e.id in gone)
+                ]
+        if not any(not isinstance(s, ast.Return) for s in kept) and len(node.body) > 1:
+            return None
+        node.body = kept or [ast.Pass()]
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == COMPILE_CONFIG for t in node.targets)
+            and isinstance(node.value, ast.Dict)
+        ):
+            pairs = [
+                (key, value)
+                for key, value in zip(node.value.keys, node.value.values, strict=True)
+                if not (
+                    isinstance(key, ast.Constant)
+                    and CONFIG_PREFIX + str(key.value).rpartition(".")[2] in tokens
+                )
+            ]
+            if len(pairs) != len(node.value.keys):
+                deleted = True
+                node.value.keys = [k for k, _ in pairs]
+                node.value.values = [v for _, v in pairs]
+    return ast.unparse(tree) if deleted else None
+
+
+def _pseudo_ops(tree: ast.Module) -> frozenset[str]:
+    """What :func:`program_ops` reads off the module rather than off the program's
+    statements (inputs handed over aliased, advance, autocast, settings)."""
+    return program_ops(ast.unparse(_with_program(tree, frozenset(), None, [ast.Pass()])))
+
+
+def _with_program(
+    tree: ast.Module,
+    stages: set[str] | frozenset[str],
+    args: ast.arguments | None,
+    body: list[ast.stmt],
+) -> ast.Module:
+    """``tree`` with one ``def program`` of ``body`` in place of its program and stages
+    (and no ``COMPILE``): how one statement's calls are read on their own."""
+    program = next(
+        (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "program"), None
+    )
+    arguments = args or (
+        program.args
+        if program is not None
+        else ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])
+    )
+    kept: list[ast.stmt] = []
+    for n in tree.body:
+        if isinstance(n, ast.FunctionDef) and (n.name == "program" or n.name in stages):
+            continue
+        if isinstance(n, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == STAGED for t in n.targets
+        ):
+            continue
+        kept.append(n)
+    kept.append(
+        ast.FunctionDef(
+            name="program",
+            args=arguments,
+            body=body,
+            decorator_list=[],
+            returns=None,
+        )
+    )
+    return ast.fix_missing_locations(ast.Module(body=kept, type_ignores=[]))
+
+
 def _value_writing_custom_ops(tree: ast.Module) -> frozenset[str]:
     """The names of the source's ``torch.library.custom_op`` functions that declare
     ``mutates_args`` and change no metadata (no ``set_`` or ``resize_`` in their
@@ -1354,6 +1471,35 @@ class Registry:
             # No bug, or one whose forms' signatures name it whichever op reaches it.
             return True
         return mechanism_tokens(ops) <= self.mechanism_calls(entry.bug)
+
+    def unexplained(self, difference: Difference, ops: frozenset[str]) -> frozenset[str]:
+        """The calls that alone keep a registered bug from claiming this failure: of
+        the entries of its signature (or kin, or other backward site) whose bug's
+        essential calls the program makes, the mechanism calls (:func:`mechanism_tokens`)
+        no form of that bug makes. Empty where no entry comes that close.
+
+        A time-boxed campaign's shrink may end before such calls are deleted: a
+        judge that can check a program again (:class:`pytest_cgraph.registry.judge.Judge`)
+        deletes the statements that make them and asks once more.
+        """
+        signatures = {difference.signature}
+        for site, other in _BACKWARD_SITES:
+            if difference.signature.startswith(site):
+                signatures.add(other + difference.signature[len(site) :])
+        candidates = [e for signature in signatures for e in self._entries.get(signature, [])]
+        if difference.kin_signature is not None:
+            candidates += self._kin.get(difference.kin_signature, [])
+        tokens = mechanism_tokens(ops)
+        extra: set[str] = set()
+        for entry in candidates:
+            if (
+                entry.bug
+                and entry.essential
+                and entry.claims(ops)
+                and not self.explains(entry, ops)
+            ):
+                extra |= tokens - self.mechanism_calls(entry.bug)
+        return frozenset(extra)
 
     def narrows(self, difference: Difference) -> bool:
         """Whether this failure is an entry's only if its program makes the calls that

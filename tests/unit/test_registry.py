@@ -11,6 +11,7 @@ from typing import cast
 
 import pytest
 
+from pytest_cgraph.failures import Case, Outcome, Verdict
 from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role, error_in_headline
 from pytest_cgraph.registry.entries import (
     ADVANCED,
@@ -27,8 +28,10 @@ from pytest_cgraph.registry.entries import (
     recorded_settings,
     registry_files,
     shipped_baselines,
+    without_calls,
 )
 from pytest_cgraph.registry.hazards import hazards
+from pytest_cgraph.registry.judge import Judge
 from pytest_cgraph.registry.repro_files import (
     BASE_SIGNATURE,
     FAILURE,
@@ -875,3 +878,52 @@ def test_autograd_s_check_raised_inside_the_compiled_call_is_the_bug_of_its_back
     assert registry.match(in_call, lambda: "aot_eager", frozenset({"backward", "pow"})) is bug
     # Another layer first raising it is another bug, wherever it is raised.
     assert registry.match(in_call, lambda: "inductor", frozenset({"backward", "pow"})) is None
+
+
+REJECTED_STORE = (
+    "def program(a0):\n"
+    "    v0 = a0 + 1\n"
+    "    v1 = a0.clamp_(0)\n"
+    "    return (v0, v1)\n"
+    "def inputs(k):\n"
+    "    return (torch.ones(2),)\n"
+)
+
+
+def test_statements_making_unexplained_calls_are_deleted_and_their_names_not_returned() -> None:
+    pruned = without_calls(REJECTED_STORE, frozenset({"inplace"}))
+    assert pruned is not None
+    assert "clamp_" not in pruned and "v0 = a0 + 1" in pruned
+    assert "return (v0,)" in pruned and "def inputs(k)" in pruned
+    # Nothing to delete: no smaller program to check.
+    assert without_calls(REJECTED_STORE, frozenset({"index-write"})) is None
+
+
+def test_a_known_bug_met_beside_a_stray_call_is_named_once_the_call_is_deleted() -> None:
+    """A time-boxed campaign's shrink may stop before deleting a stray call (a
+    ``clamp_`` beside the bug's own calls): the judge checks the program once more
+    without it, and names the bug if the failure stays; a failure that needs the
+    call is another mechanism, and stays new."""
+    bug = KnownBug("value-output", "aot_eager", Path("b.toml"), frozenset({"add"}), "b", ("add",))
+    registry = Registry([bug])
+    ops = program_ops(REJECTED_STORE)
+    assert registry.match(WRONG, lambda: "aot_eager", ops) is None
+    assert registry.unexplained(WRONG, ops) == {"inplace"}
+    checked: list[str] = []
+
+    def still_fails(case: Case) -> Outcome:
+        checked.append(case.source)
+        return Outcome(Verdict.FAIL, WRONG)
+
+    def now_passes(case: Case) -> Outcome:
+        return Outcome(Verdict.PASS)
+
+    case = Case(REJECTED_STORE, "aot_eager", "cpu", 2)
+    named = Judge(registry, lambda case, difference: "aot_eager", recheck=still_fails)
+    assert named.known(case, WRONG) is bug
+    (smaller,) = checked
+    assert "clamp_" not in smaller
+    needs_it = Judge(registry, lambda case, difference: "aot_eager", recheck=now_passes)
+    assert needs_it.known(case, WRONG) is None
+    # Without a way to check again, the judge names what it reads, no more.
+    assert Judge(registry, lambda case, difference: "aot_eager").known(case, WRONG) is None
