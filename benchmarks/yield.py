@@ -17,7 +17,8 @@ A new finding is not yet a bug: triage reads its repro file (``--keep``
 keeps them) and says what it is. ``--triage FILE`` (JSON) maps a finding's
 repro file name, or its signature, to what triage made of it: a bug id for
 a genuine bug (two findings of one bug count once), ``"known:ID"`` for a
-known bug met through other calls, ``"false-alarm"`` for a difference that
+known bug met through other calls, ``"limitation"`` for what torch refuses on
+purpose, ``"false-alarm"`` for a difference that
 is no bug. With it, the table also gives bugs after triage and bugs per
 hour; findings triage has not seen are listed as untriaged.
 
@@ -129,6 +130,16 @@ def known_bugs(report: dict[str, Any]) -> Counter[str]:
     return met
 
 
+#: Triage verdicts that are no bug to count: a difference of ours, or what torch
+#: refuses on purpose (a documented limitation).
+NOT_BUGS = ("false-alarm", "limitation")
+
+
+def is_bug(verdict: str | None) -> bool:
+    """Whether a triage verdict is a genuine bug (a bug id, not ``known:ID``)."""
+    return bool(verdict) and not str(verdict).startswith("known:") and verdict not in NOT_BUGS
+
+
 def triaged(finding: dict[str, Any], triage: dict[str, str]) -> str | None:
     """What triage made of ``finding``: by its repro file's name, else its signature."""
     repro = finding.get("repro")
@@ -162,7 +173,7 @@ def describe(
     bugs = ""
     if triage is not None:
         said = [triaged(f, triage) for f in found]
-        genuine = {s for s in said if s and not s.startswith("known:") and s != "false-alarm"}
+        genuine = {s for s in said if is_bug(s)}
         figures["bugs"] = sorted(genuine)
         figures["bugs_per_hour"] = round(len(genuine) / hours, 2)
         figures["untriaged"] = [
@@ -178,7 +189,7 @@ def describe(
     bugs_by_family: dict[str, set[str]] = {}
     for finding in found:
         verdict = triaged(finding, triage) if triage is not None else None
-        if verdict and not verdict.startswith("known:") and verdict != "false-alarm":
+        if is_bug(verdict):
             bugs_by_family.setdefault(finding.get("family") or "?", set()).add(verdict)
     for family, programs in sorted((report.get("families") or {}).items()):
         genuine = len(bugs_by_family.get(family, ()))

@@ -83,6 +83,13 @@ def test_triage_turns_findings_into_bugs_counted_once_and_says_what_it_has_not_s
     triage["aliasing-x"] = "false-alarm"
     _, figures = bench.describe("after", "aot_eager", REPORT, triage)
     assert figures["bugs"] == ["sgd-momentum-buffer-stale"] and figures["untriaged"] == []
+    # What torch refuses on purpose is no bug to count either.
+    triage["aliasing-x"] = "limitation"
+    _, figures = bench.describe("after", "aot_eager", REPORT, triage)
+    assert figures["bugs"] == ["sgd-momentum-buffer-stale"]
+    triage["aliasing-x"] = "inductor-something-new"
+    _, figures = bench.describe("after", "aot_eager", REPORT, triage)
+    assert figures["bugs"] == ["inductor-something-new", "sgd-momentum-buffer-stale"]
 
 
 def test_bad_input_is_one_line_and_exit_2(
