@@ -115,11 +115,12 @@ def campaign(
 
 
 def findings(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """The new findings, one per signature (items of several families may meet one)."""
-    merged: dict[str, dict[str, Any]] = {}
+    """The new findings, one per repro file: items of several families may meet one
+    (one file), and one broad signature may be several bugs (a file each)."""
+    merged: dict[tuple[str, str], dict[str, Any]] = {}
     for failure in report.get("failures", []):
-        merged.setdefault(failure["signature"], failure)
-    return sorted(merged.values(), key=lambda f: (f["kind"], f["signature"]))
+        merged.setdefault((failure["signature"], failure.get("repro") or ""), failure)
+    return sorted(merged.values(), key=lambda f: (f["kind"], f["signature"], f.get("repro") or ""))
 
 
 def known_bugs(report: dict[str, Any]) -> Counter[str]:

@@ -165,3 +165,19 @@ def test_kept_reports_are_described_again_with_a_later_triage(
     rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("    ")}
     assert rows["training"].rstrip().endswith("1 bugs"), out
     assert rows["mutation"].rstrip().endswith("0 bugs"), out
+
+
+def test_one_broad_signature_with_two_repro_files_is_two_findings() -> None:
+    """A cudagraphs campaign met ``grad-grad`` as two programs of two mechanisms (a
+    mark_dirty Function, an in-place foreach op): one per file, not per signature."""
+    report = {
+        **REPORT,
+        "failures": [
+            _failure("grad-grad", "mutation", "repros/grad-grad-aot_eager.py"),
+            _failure("grad-grad", "spellings", "repros/grad-grad-aot_eager-2.py"),
+        ],
+    }
+    triage = {"grad-grad-aot_eager.py": "known:mark-dirty", "grad-grad-aot_eager-2.py": "foreach"}
+    _, figures = bench.describe("after", "cudagraphs", report, triage)
+    assert figures["new_findings"] == 2 and figures["bugs"] == ["foreach"]
+    assert figures["families"]["mutation"] == {"programs": 1600, "new": 1, "bugs": 0}
