@@ -354,10 +354,22 @@ class Ablation:
                 else "it goes away with " + " or ".join(f"`{name}`" for name in removed)
             )
         failing = [row.change.removeprefix("torch ") for row in self.versions if row.fails]
-        passing = [row.change.removeprefix("torch ") for row in self.versions if not row.fails]
+        # Only a run that exited cleanly passes: one that timed out or raised something
+        # else tells nothing of the bug there, and is said apart.
+        passing = [
+            row.change.removeprefix("torch ")
+            for row in self.versions
+            if not row.fails and row.result == "passes"
+        ]
+        untold = [
+            row.change.removeprefix("torch ")
+            for row in self.versions
+            if not row.fails and row.result != "passes"
+        ]
         if failing:
             window = f"it fails on torch {', '.join(failing)}"
             window += f" and passes on {', '.join(passing)}" if passing else ""
+            window += f" (on {', '.join(untold)} the script fails otherwise)" if untold else ""
             parts.append(window)
         return ("In short: " + "; ".join(parts) + ".") if parts else ""
 

@@ -227,3 +227,19 @@ def test_float64_is_asked_only_of_a_difference_small_enough_to_be_rounding() -> 
     assert not _could_be_rounding(value(0.5))  # 3 against 2: not rounding
     presence = Difference(Kind.GRAD, 1, Place(Role.GRAD, name="a0"), facet="presence")
     assert not _could_be_rounding(presence)
+
+
+def test_a_torch_whose_run_timed_out_is_not_said_to_pass() -> None:
+    """A report written on a busy machine said a bug "passes on 2.11.0, 2.12.0" where
+    those runs had timed out: only a clean exit passes."""
+    ablation = Ablation(
+        versions=[
+            Row("torch 2.11.0", False, "fails otherwise: `timed out after 300 s`", -1000),
+            Row("torch 2.12.0", False, "passes"),
+            Row("torch 2.13.0", True, "**fails**", 1),
+        ]
+    )
+    summary = ablation.summary()
+    assert "it fails on torch 2.13.0 and passes on 2.12.0" in summary
+    assert "(on 2.11.0 the script fails otherwise)" in summary
+    assert "passes on 2.11.0" not in summary
