@@ -1382,10 +1382,24 @@ def _fails_as_expected(finding: Finding, difference: Difference | None, run: Run
         innermost = (difference.exception_type or "").split(".")[-1]
         if innermost and innermost not in run.output:
             return f"raises something else than {innermost}: {run.tail}"
+        # The same type may be another check (AOTAutograd's "Encountered a set_ on a
+        # graph input" and Inductor's "expected size 3==5" are both AssertionErrors):
+        # the message's opening words, up to its first number or quote, must be there.
+        opening = _message_opening(difference.message or "")
+        if opening and opening not in run.output:
+            return f"raises {innermost} with another message: {run.tail}"
         return None if "Traceback" in run.output else f"fails otherwise: {run.tail}"
     if "AssertionError" not in run.output:
         return f"fails otherwise: {run.tail}"
     return None
+
+
+def _message_opening(message: str) -> str:
+    """A message's first words, up to its first digit, quote or bracket (what varies
+    by program), if they are at least two words: what tells one check from another."""
+    first = message.strip().splitlines()[0] if message.strip() else ""
+    opening = re.split(r"[\d'\"\[\(`]", first, maxsplit=1)[0].strip().rstrip(":,.")
+    return opening if len(opening.split()) >= 2 else ""
 
 
 class _Constants(ast.NodeTransformer):

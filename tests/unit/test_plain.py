@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_cgraph.oracle.difference import Difference, Kind, Place, Role
 from pytest_cgraph.recording import plain
 from pytest_cgraph.recording.plain import ProgramText, inputs_body, main, make_plain
 
@@ -397,3 +398,29 @@ def test_a_backend_given_as_module_and_function_is_imported_by_the_script(
     assert result.script is not None
     assert "from own_backend import lose_input_writes" in result.script
     assert "torch.compile(fn, backend=lose_input_writes)" in result.script
+
+
+def test_a_crash_of_the_same_type_with_another_message_is_not_the_finding() -> None:
+    """An Inductor report's ablation said `aot_eager_decomp_partition` fails, where it
+    raised AOTAutograd's "Encountered a set_ on a graph input", another AssertionError
+    than the finding's "expected size 3==5": the message's opening words must match."""
+    finding = plain.Finding(
+        name="set.toml",
+        source="def program():\n    return ()\n",
+        backend="inductor",
+        device="cpu",
+        modules=(),
+        signature="crash-compiled_call-AssertionError-expected_size_N_N_stride_N_N_at_25f776",
+        layer=None,
+    )
+    crash = Difference(
+        Kind.CRASH,
+        1,
+        Place(Role.COMPILED, name="call"),
+        exception_type="AssertionError",
+        message="expected size 3==5, stride 1==1 at dim=0",
+    )
+    same = plain.Run(1, "Traceback (most recent call last):\nAssertionError: expected size 3==5")
+    other = plain.Run(1, "Traceback (most recent call last):\nAssertionError: Encountered a set_")
+    assert plain._fails_as_expected(finding, crash, same) is None
+    assert "another message" in str(plain._fails_as_expected(finding, crash, other))
