@@ -331,10 +331,15 @@ class Ablation:
         parts = []
         first = next((row for row in self.backends if row.fails), None)
         if first is not None:
-            below = [row.change for row in self.backends[: self.backends.index(first)]]
+            lower = self.backends[: self.backends.index(first)]
+            below = [row.change for row in lower if row.result == "passes"]
+            other = [row.change for row in lower if row.result != "passes"]
             words = f"it first shows with {first.change} ({first.layer})"
             if below:
                 words += f", while {', '.join(below)} {'passes' if len(below) == 1 else 'pass'}"
+            if other:
+                verb = "fails" if len(other) == 1 else "fail"
+                words += f"{' and' if below else ', while'} {', '.join(other)} {verb} otherwise"
             above = [
                 row.change
                 for row in self.backends[self.backends.index(first) + 1 :]

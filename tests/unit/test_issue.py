@@ -243,3 +243,19 @@ def test_a_torch_whose_run_timed_out_is_not_said_to_pass() -> None:
     assert "it fails on torch 2.13.0 and passes on 2.12.0" in summary
     assert "(on 2.11.0 the script fails otherwise)" in summary
     assert "passes on 2.11.0" not in summary
+
+
+def test_a_lower_backend_that_fails_otherwise_is_not_said_to_pass() -> None:
+    """Inductor's `aten.set_` report said `aot_eager_decomp_partition` passes where it
+    raised AOTAutograd's own refusal: a row that fails otherwise is said so."""
+    ablation = Ablation(
+        backends=[
+            Row('`backend="eager"`', False, "passes", layer="Dynamo"),
+            Row('`backend="aot_eager_decomp_partition"`', False, "fails otherwise: `x`", 1),
+            Row("`torch.compile(fn)`", True, "**fails**", 1, layer="Inductor"),
+        ]
+    )
+    summary = ablation.summary()
+    assert 'while `backend="eager"` passes' in summary
+    assert 'and `backend="aot_eager_decomp_partition"` fails otherwise' in summary
+    assert 'decomp_partition"` pass' not in summary
