@@ -1556,10 +1556,14 @@ class Registry:
         showed either, whatever its calls or exact signature
         (:mod:`pytest_cgraph.registry.own_backend`).
         """
-        if difference.iteration == 1:
-            # What ``advance`` does between calls has not run before the first
-            # call's difference: it is no part of this failure's mechanism.
-            ops = frozenset(op for op in ops if op.split(".")[0] != ADVANCED)
+        # What ``advance`` does between calls has not run before the first call's
+        # difference: it is no part of this failure's mechanism (it still counts
+        # where an entry claims by its calls' hazards).
+        mechanism_ops = (
+            frozenset(op for op in ops if op.split(".")[0] != ADVANCED)
+            if difference.iteration == 1
+            else ops
+        )
         candidates = self._entries.get(difference.signature, [])
         if self.layer_decides(difference):
             # autograd's own check is raised where the backward runs: in the
@@ -1576,7 +1580,7 @@ class Registry:
             candidates = candidates + self._entries.get(siteless, [])
         # A bug's form is this failure's only if the bug is known to make each call
         # of the program that names a mechanism, whatever the signature says.
-        candidates = [entry for entry in candidates if self.explains(entry, ops)]
+        candidates = [entry for entry in candidates if self.explains(entry, mechanism_ops)]
         if ops:
             # A message names its bug only in a program that makes the bug's
             # essential calls: Dynamo's own checks ("Guard failed on the same
@@ -1592,7 +1596,7 @@ class Registry:
             # an entry of the same check is this failure's only if the program
             # makes its bug's calls.
             candidates = self._kin.get(difference.kin_signature or "", [])
-            candidates = [entry for entry in candidates if self.explains(entry, ops)]
+            candidates = [entry for entry in candidates if self.explains(entry, mechanism_ops)]
         if by_kin or self.narrows(difference):
             candidates = [entry for entry in candidates if entry.claims(ops)]
             # A filed bug's form goes before an entry of no bug (a user's, or the
@@ -1632,7 +1636,7 @@ class Registry:
         claiming = [
             entry
             for entry in self._any_symptom.values()
-            if entry.claims(ops) and self.explains(entry, ops)
+            if entry.claims(ops) and self.explains(entry, mechanism_ops)
         ]
         return max(claiming, key=lambda entry: entry.precision(ops), default=None)
 
