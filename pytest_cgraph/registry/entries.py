@@ -1127,6 +1127,16 @@ _BACKWARD_SITES = (
     ("crash-compiled_call-", "crash-compiled_backward-"),
     ("crash-compiled_backward-", "crash-compiled_call-"),
 )
+
+
+def _other_backward_site(signature: str) -> str | None:
+    """``signature`` of a crash raised at the other of :data:`_BACKWARD_SITES`, if any."""
+    for site, other in _BACKWARD_SITES:
+        if signature.startswith(site):
+            return other + signature[len(site) :]
+    return None
+
+
 #: How a repro file rebuilds a marked test's module argument: ``_rebuilt(M, ...)``.
 REBUILT = "_rebuilt"
 #: A module whose forward writes its own state in place (``self.n += 1``), as the
@@ -1482,11 +1492,8 @@ class Registry:
         judge that can check a program again (:class:`pytest_cgraph.registry.judge.Judge`)
         deletes the statements that make them and asks once more.
         """
-        signatures = {difference.signature}
-        for site, other in _BACKWARD_SITES:
-            if difference.signature.startswith(site):
-                signatures.add(other + difference.signature[len(site) :])
-        candidates = [e for signature in signatures for e in self._entries.get(signature, [])]
+        signatures = {difference.signature, _other_backward_site(difference.signature)} - {None}
+        candidates = [e for signature in signatures for e in self._entries.get(str(signature), [])]
         if difference.kin_signature is not None:
             candidates += self._kin.get(difference.kin_signature, [])
         tokens = mechanism_tokens(ops)
@@ -1569,10 +1576,9 @@ class Registry:
             # autograd's own check is raised where the backward runs: in the
             # compiled call when the function calls backward itself, else in the
             # caller's backward. Where is how it is seen, not its mechanism.
-            for site, other in _BACKWARD_SITES:
-                if difference.signature.startswith(site):
-                    swapped = other + difference.signature[len(site) :]
-                    candidates = candidates + self._entries.get(swapped, [])
+            swapped = _other_backward_site(difference.signature)
+            if swapped is not None:
+                candidates = candidates + self._entries.get(swapped, [])
         if difference.ends_process and difference.message:
             # An entry of a dead process recorded without its site (an older
             # version's) claims any site of its signal, narrowed by ops below.
